@@ -1,1 +1,5 @@
+//! The admission engine of shed.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod wire;
