@@ -1,5 +1,65 @@
-//! The admission engine of shed.
+//! The admission engine of shed: decide, in well under a microsecond, whether a
+//! request is served now, waits briefly for a slot, or is turned away with an
+//! answer that tells the caller when to come back.
+//!
+//! No HTTP framework, no async runtime: `shed-axum` mounts this engine as tower
+//! middleware, and anything else can call it directly.
+//!
+//! ```
+//! use shed_core::{Admission, Arrival, Class, Shedder};
+//!
+//! let shedder = Shedder::builder().limit(1).queue_capacity(0).build()?;
+//!
+//! let served = shedder.admit(&Arrival::new(Class::Critical));
+//! assert!(matches!(served, Admission::Admitted(_)));
+//!
+//! // The only slot is busy and nothing may wait: a batch retry is refused,
+//! // with a computed Retry-After.
+//! let refused = shedder.admit(&Arrival::new(Class::Batch).with_attempt(2));
+//! let Admission::Rejected(rejection) = refused else { unreachable!() };
+//! assert!(rejection.retry_after().unwrap().as_secs() >= 1);
+//! # Ok::<(), shed_core::ConfigError>(())
+//! ```
+//!
+//! The journey of a request: [`Arrival`] (class, attempt, deadline, cohort) →
+//! [`Shedder::admit`] judges it at the door against the deadline and the
+//! [`Level`] → [`Admission::Admitted`] with a [`Permit`], or
+//! [`Admission::Queued`] with a [`Waiter`] that resolves to one, or
+//! [`Admission::Rejected`] with a [`Rejection`] and its [`RetryAfter`] →
+//! dropping the permit returns the slot to the most important waiter and feeds
+//! the controller.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod admission;
+mod arrival;
+mod class;
+mod clock;
+mod cohort;
+pub mod config;
+mod controller;
+mod engine;
+mod level;
+mod permit;
+mod queue;
+mod random;
+mod reject;
+mod retry_after;
+mod shedder;
+mod slots;
+mod stats;
+mod waiter;
 pub mod wire;
+
+pub use admission::{Admission, Admit};
+pub use arrival::Arrival;
+pub use class::{Class, Rank};
+pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use cohort::Cohort;
+pub use config::{Builder, ConfigError};
+pub use level::Level;
+pub use permit::Permit;
+pub use reject::{RejectReason, Rejection, RetryAfter};
+pub use shedder::Shedder;
+pub use stats::{ClassStats, Stats};
+pub use waiter::Waiter;

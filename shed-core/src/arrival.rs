@@ -1,0 +1,116 @@
+//! What the engine knows about a request when it arrives at the door.
+//!
+//! ```
+//! use shed_core::{Arrival, Class};
+//! use std::time::{Duration, Instant};
+//!
+//! let arrival = Arrival::new(Class::Batch)
+//!     .with_attempt(2)
+//!     .with_deadline(Instant::now() + Duration::from_millis(300))
+//!     .with_cohort_key(0xfeed);
+//! assert!(arrival.is_retry());
+//! ```
+
+use std::time::Instant;
+
+use crate::{Class, Cohort, Rank};
+
+/// A request's class, attempt number, deadline and cohort, as judged at the door.
+///
+/// Plain data: cheap to build and copy, no allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    class: Class,
+    attempt: u32,
+    deadline: Option<Instant>,
+    cohort: CohortSource,
+}
+
+/// How an arrival's cohort is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CohortSource {
+    /// Spread evenly (no caller key).
+    Spread,
+    /// Hashed from a caller key, rotated hourly.
+    Key(u64),
+    /// Chosen by the caller of the engine.
+    Fixed(Cohort),
+}
+
+impl Arrival {
+    /// A first attempt of `class`, with no deadline and no caller key.
+    pub const fn new(class: Class) -> Arrival {
+        Arrival {
+            class,
+            attempt: 1,
+            deadline: None,
+            cohort: CohortSource::Spread,
+        }
+    }
+
+    /// Sets the attempt number: 1 for the original, 2 and up for retries (0 counts as 1).
+    pub const fn with_attempt(mut self, attempt: u32) -> Arrival {
+        self.attempt = if attempt == 0 { 1 } else { attempt };
+        self
+    }
+
+    /// Sets the instant after which an answer is useless to the caller.
+    pub const fn with_deadline(mut self, deadline: Instant) -> Arrival {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Sets or clears the deadline.
+    pub const fn with_optional_deadline(mut self, deadline: Option<Instant>) -> Arrival {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Places the request by a caller key (user, tenant, API key, address hash):
+    /// one key keeps one cohort for an hour.
+    pub const fn with_cohort_key(mut self, key: u64) -> Arrival {
+        self.cohort = CohortSource::Key(key);
+        self
+    }
+
+    /// Places the request in an exact cohort.
+    pub const fn with_cohort(mut self, cohort: Cohort) -> Arrival {
+        self.cohort = CohortSource::Fixed(cohort);
+        self
+    }
+
+    /// The request's class.
+    pub const fn class(&self) -> Class {
+        self.class
+    }
+
+    /// The attempt number (1 = original).
+    pub const fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Whether this attempt is a retry.
+    pub const fn is_retry(&self) -> bool {
+        self.attempt > 1
+    }
+
+    /// The request's place in the shed order.
+    pub const fn rank(&self) -> Rank {
+        Rank::of(self.class, self.attempt)
+    }
+
+    /// The deadline, if the caller has one.
+    pub const fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    pub(crate) const fn cohort_source(&self) -> CohortSource {
+        self.cohort
+    }
+}
+
+impl Default for Arrival {
+    fn default() -> Self {
+        Arrival::new(Class::default())
+    }
+}

@@ -1,0 +1,319 @@
+//! Building a [`Shedder`]: every setting, its default, and its validation.
+//!
+//! ```
+//! use shed_core::{Class, Shedder};
+//! use std::time::Duration;
+//!
+//! let shedder = Shedder::builder()
+//!     .limit(32)
+//!     .queue_capacity(64)
+//!     .max_wait(Class::Batch, Duration::from_secs(2))
+//!     .build()?;
+//! assert_eq!(shedder.limit(), 32);
+//!
+//! let error = Shedder::builder().limit(0).build().unwrap_err();
+//! assert!(error.to_string().contains("limit"));
+//! # Ok::<(), shed_core::ConfigError>(())
+//! ```
+
+use std::error::Error;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::{Class, Clock, MonotonicClock, Shedder};
+
+/// The largest concurrency limit: far above any real service, far below the
+/// engine's 32-bit slot counter.
+pub const MAX_LIMIT: usize = 1 << 24;
+/// The largest wait queue per rank.
+pub const MAX_QUEUE_CAPACITY: usize = 1 << 20;
+
+/// Settings for a [`Shedder`], validated by [`Builder::build`].
+///
+/// Every setting has a default that suits a typical HTTP service; only
+/// [`limit`](Builder::limit) usually needs choosing.
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct Builder {
+    limit: usize,
+    queue_capacity: usize,
+    max_wait: [Duration; 4],
+    target_sojourn: Duration,
+    interval: Duration,
+    interval_completions: u32,
+    shed_share: f64,
+    recovery_step: u16,
+    min_useful_window: Duration,
+    retry_after_cap: Duration,
+    retry_after_jitter: f64,
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            limit: 64,
+            queue_capacity: 128,
+            max_wait: [
+                Duration::from_secs(2),     // background
+                Duration::from_secs(1),     // batch
+                Duration::from_millis(500), // interactive
+                Duration::from_secs(1),     // critical
+            ],
+            target_sojourn: Duration::from_millis(5),
+            interval: Duration::from_millis(100),
+            interval_completions: 10_000,
+            shed_share: 0.05,
+            recovery_step: 8,
+            min_useful_window: Duration::from_millis(5),
+            retry_after_cap: Duration::from_secs(30),
+            retry_after_jitter: 0.25,
+            clock: Arc::new(MonotonicClock),
+        }
+    }
+}
+
+impl Builder {
+    /// How many requests are served at once. Default 64; must be 1 to 2^24.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// How many requests may wait in each rank's queue. Default 128; 0 disables
+    /// waiting (a full service refuses at once).
+    pub fn queue_capacity(mut self, capacity: usize) -> Self {
+        self.queue_capacity = capacity;
+        self
+    }
+
+    /// The longest a request of `class` may wait for a slot before it is refused.
+    /// Defaults: critical 1 s, interactive 500 ms, batch 1 s, background 2 s.
+    pub fn max_wait(mut self, class: Class, wait: Duration) -> Self {
+        self.max_wait[class.index()] = wait;
+        self
+    }
+
+    /// The queue delay the controller tolerates: when even the shortest wait of an
+    /// interval exceeds it, the service is overloaded. Default 5 ms.
+    pub fn target_sojourn(mut self, target: Duration) -> Self {
+        self.target_sojourn = target;
+        self
+    }
+
+    /// How often the controller judges the queue. Default 100 ms.
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// Ends a controller interval early after this many completions. Default 10,000.
+    pub fn interval_completions(mut self, completions: u32) -> Self {
+        self.interval_completions = completions;
+        self
+    }
+
+    /// The share of last interval's admitted work that each overloaded interval
+    /// sheds, in `(0, 1]`. Default 0.05 (5%).
+    pub fn shed_share(mut self, share: f64) -> Self {
+        self.shed_share = share;
+        self
+    }
+
+    /// How many cohorts the level gives back after a healthy interval; the step
+    /// doubles with each further healthy interval, up to 16 times. Default 8.
+    pub fn recovery_step(mut self, cohorts: u16) -> Self {
+        self.recovery_step = cohorts;
+        self
+    }
+
+    /// The least time a request needs to be worth starting: one whose remaining
+    /// deadline is shorter than its predicted wait plus this is refused at once.
+    /// Default 5 ms.
+    pub fn min_useful_window(mut self, window: Duration) -> Self {
+        self.min_useful_window = window;
+        self
+    }
+
+    /// The longest Retry-After the engine computes. Default 30 s; 1 s to 1 day.
+    pub fn retry_after_cap(mut self, cap: Duration) -> Self {
+        self.retry_after_cap = cap;
+        self
+    }
+
+    /// How much random spread is added to Retry-After, as a fraction of it, in
+    /// `[0, 1]`. Default 0.25: a computed 4 s becomes 4 to 5 s.
+    pub fn retry_after_jitter(mut self, jitter: f64) -> Self {
+        self.retry_after_jitter = jitter;
+        self
+    }
+
+    /// The clock the engine reads. Default [`MonotonicClock`]; tests pass a
+    /// [`ManualClock`](crate::ManualClock).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Checks every setting and builds the engine.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the setting and what to change.
+    pub fn build(self) -> Result<Shedder, ConfigError> {
+        Ok(Shedder::from_config(self.validate()?))
+    }
+
+    fn validate(self) -> Result<Config, ConfigError> {
+        let fail = |setting, problem: String| Err(ConfigError { setting, problem });
+        let limit = validate_limit(self.limit)?;
+        if self.queue_capacity > MAX_QUEUE_CAPACITY {
+            return fail(
+                "queue_capacity",
+                format!(
+                    "is {}; set it to at most {MAX_QUEUE_CAPACITY} (waiting requests per rank)",
+                    self.queue_capacity
+                ),
+            );
+        }
+        for class in Class::ALL {
+            if self.max_wait[class.index()].is_zero() {
+                return fail(
+                    "max_wait",
+                    format!("for {class} is zero; give it a positive wait, or set queue_capacity(0) to disable waiting"),
+                );
+            }
+        }
+        if self.interval.is_zero() || self.interval > Duration::from_secs(60) {
+            return fail(
+                "interval",
+                format!(
+                    "is {:?}; set it between 1 ms and 60 s (100 ms suits most services)",
+                    self.interval
+                ),
+            );
+        }
+        if self.target_sojourn.is_zero() || self.target_sojourn >= self.interval {
+            return fail(
+                "target_sojourn",
+                format!(
+                    "is {:?}; set it above zero and below the interval ({:?})",
+                    self.target_sojourn, self.interval
+                ),
+            );
+        }
+        if self.interval_completions == 0 {
+            return fail(
+                "interval_completions",
+                "is 0; set it to at least 1 (10,000 suits most services)".to_string(),
+            );
+        }
+        if !(self.shed_share > 0.0 && self.shed_share <= 1.0) {
+            return fail(
+                "shed_share",
+                format!("is {}; set it in (0, 1], for example 0.05", self.shed_share),
+            );
+        }
+        if self.recovery_step == 0 || self.recovery_step > 1024 {
+            return fail(
+                "recovery_step",
+                format!("is {}; set it from 1 to 1024 cohorts", self.recovery_step),
+            );
+        }
+        if self.retry_after_cap < Duration::from_secs(1)
+            || self.retry_after_cap > Duration::from_secs(86_400)
+        {
+            return fail(
+                "retry_after_cap",
+                format!("is {:?}; set it from 1 s to 1 day", self.retry_after_cap),
+            );
+        }
+        if !(0.0..=1.0).contains(&self.retry_after_jitter) {
+            return fail(
+                "retry_after_jitter",
+                format!(
+                    "is {}; set it in [0, 1], for example 0.25",
+                    self.retry_after_jitter
+                ),
+            );
+        }
+        Ok(Config {
+            limit,
+            queue_capacity: self.queue_capacity,
+            max_wait: self.max_wait.map(nanos),
+            target_sojourn: nanos(self.target_sojourn),
+            interval: nanos(self.interval),
+            interval_completions: self.interval_completions,
+            shed_share: self.shed_share,
+            recovery_step: self.recovery_step,
+            min_useful_window: nanos(self.min_useful_window),
+            retry_after_cap: self.retry_after_cap,
+            retry_after_jitter: self.retry_after_jitter,
+            clock: self.clock,
+        })
+    }
+}
+
+/// Checks a concurrency limit.
+pub(crate) fn validate_limit(limit: usize) -> Result<u32, ConfigError> {
+    if limit == 0 || limit > MAX_LIMIT {
+        return Err(ConfigError {
+            setting: "limit",
+            problem: format!(
+                "is {limit}; set it to the number of requests served at once, from 1 to {MAX_LIMIT}"
+            ),
+        });
+    }
+    Ok(limit as u32)
+}
+
+/// Converts a duration to whole nanoseconds, saturating.
+pub(crate) fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Validated settings, times in nanoseconds.
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub(crate) limit: u32,
+    pub(crate) queue_capacity: usize,
+    pub(crate) max_wait: [u64; 4],
+    pub(crate) target_sojourn: u64,
+    pub(crate) interval: u64,
+    pub(crate) interval_completions: u32,
+    pub(crate) shed_share: f64,
+    pub(crate) recovery_step: u16,
+    pub(crate) min_useful_window: u64,
+    pub(crate) retry_after_cap: Duration,
+    pub(crate) retry_after_jitter: f64,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+/// A setting [`Builder::build`] refused, with what to do about it.
+///
+/// ```
+/// let error = shed_core::Shedder::builder().shed_share(2.0).build().unwrap_err();
+/// assert_eq!(error.setting(), "shed_share");
+/// assert_eq!(error.to_string(), "invalid shed_share: is 2; set it in (0, 1], for example 0.05");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    setting: &'static str,
+    problem: String,
+}
+
+impl ConfigError {
+    /// The name of the builder method whose value was refused.
+    pub fn setting(&self) -> &'static str {
+        self.setting
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid {}: {}", self.setting, self.problem)
+    }
+}
+
+impl Error for ConfigError {}

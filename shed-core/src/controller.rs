@@ -1,0 +1,256 @@
+//! The controller: queue delay in, admission level out.
+//!
+//! The overload signal is the *sojourn time* of requests in the wait queue, as
+//! in CoDel: if even the shortest wait of an interval exceeded the target, a
+//! standing queue has formed and the service is overloaded, whatever its CPU
+//! says. The response is DAGOR's: raise the admission level over (rank,
+//! cohort) positions by just enough to shed a share of the work that came in
+//! the last interval, least important positions first; when an interval is
+//! healthy, give positions back in steps that double while health lasts.
+//!
+//! There is no background task. Every door decision and completion checks
+//! whether the interval has ended; the one thread whose compare-and-swap moves
+//! the interval boundary does the update.
+//!
+//! # Memory ordering
+//!
+//! All fields are independent atomics read and written `Relaxed`: the level
+//! is a heuristic, and a decision made on a level one update old is as good as
+//! one made a moment later. The interval boundary is claimed with `AcqRel` so
+//! the winning thread sees the counters of the interval it closes.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::config::Config;
+use crate::{Cohort, Level, Rank};
+
+const NO_SAMPLE: u64 = u64::MAX;
+/// How many times the recovery step may double while health lasts.
+const MAX_RECOVERY_DOUBLINGS: u32 = 4;
+/// Idle intervals after which the level is reset to admit everything.
+const IDLE_INTERVALS_TO_RESET: u64 = 16;
+
+/// The controller's state: the level and the current interval's measurements.
+#[derive(Debug)]
+pub(crate) struct Controller {
+    level: AtomicU32,
+    next_update: AtomicU64,
+    last_update: AtomicU64,
+    min_sojourn: AtomicU64,
+    recent_sojourn: AtomicU64,
+    passed: [AtomicU64; Rank::COUNT],
+    completions: AtomicU64,
+    service_nanos: AtomicU64,
+    mean_service: AtomicU64,
+    healthy_streak: AtomicU32,
+    cohort_period: AtomicU64,
+}
+
+impl Controller {
+    pub(crate) fn new(config: &Config) -> Controller {
+        Controller {
+            level: AtomicU32::new(0),
+            next_update: AtomicU64::new(config.interval),
+            last_update: AtomicU64::new(0),
+            min_sojourn: AtomicU64::new(NO_SAMPLE),
+            recent_sojourn: AtomicU64::new(NO_SAMPLE),
+            passed: Default::default(),
+            completions: AtomicU64::new(0),
+            service_nanos: AtomicU64::new(0),
+            mean_service: AtomicU64::new(0),
+            healthy_streak: AtomicU32::new(0),
+            cohort_period: AtomicU64::new(current_hour()),
+        }
+    }
+
+    /// The current admission level.
+    pub(crate) fn level(&self) -> Level {
+        Level::new(self.level.load(Ordering::Relaxed) as u16)
+    }
+
+    /// The period that caller keys are hashed with: the wall-clock hour,
+    /// refreshed each interval, so a fleet agrees on it.
+    pub(crate) fn cohort_period(&self) -> u64 {
+        self.cohort_period.load(Ordering::Relaxed)
+    }
+
+    /// A request of `rank` passed the level check: the work the next step of
+    /// the level would act on.
+    pub(crate) fn record_passed_level(&self, rank: Rank) {
+        self.passed[rank.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request left the queue after waiting `sojourn` nanoseconds.
+    pub(crate) fn record_sojourn(&self, sojourn: u64) {
+        self.min_sojourn.fetch_min(sojourn, Ordering::Relaxed);
+    }
+
+    /// A request finished after holding its slot `service` nanoseconds; may
+    /// close the interval early. Returns whether the caller should update.
+    pub(crate) fn record_completion(&self, service: u64, config: &Config) -> bool {
+        self.service_nanos.fetch_add(service, Ordering::Relaxed);
+        let completed = self.completions.fetch_add(1, Ordering::Relaxed) + 1;
+        completed == u64::from(config.interval_completions)
+    }
+
+    /// The shortest wait of the last interval, if anything waited.
+    pub(crate) fn recent_sojourn(&self) -> Option<Duration> {
+        match self.recent_sojourn.load(Ordering::Relaxed) {
+            NO_SAMPLE => None,
+            nanos => Some(Duration::from_nanos(nanos)),
+        }
+    }
+
+    /// Completions per second with every slot busy, once a service time is known.
+    pub(crate) fn drain_rate(&self, limit: u32) -> Option<f64> {
+        match self.mean_service.load(Ordering::Relaxed) {
+            0 => None,
+            mean => Some(f64::from(limit) * 1e9 / mean as f64),
+        }
+    }
+
+    /// Closes the interval if it is due (or `force`d by completions), when this
+    /// thread wins the compare-and-swap on the boundary.
+    pub(crate) fn tick(&self, now: u64, force: bool, config: &Config) {
+        let due = self.next_update.load(Ordering::Relaxed);
+        if now < due && !force {
+            return;
+        }
+        let next = now.saturating_add(config.interval);
+        if self
+            .next_update
+            .compare_exchange(due, next, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.update(now, config);
+        }
+    }
+
+    fn update(&self, now: u64, config: &Config) {
+        let elapsed = now.saturating_sub(self.last_update.swap(now, Ordering::Relaxed));
+        let min_sojourn = self.min_sojourn.swap(NO_SAMPLE, Ordering::Relaxed);
+        self.recent_sojourn.store(min_sojourn, Ordering::Relaxed);
+        let passed = self
+            .passed
+            .each_ref()
+            .map(|count| count.swap(0, Ordering::Relaxed));
+        self.update_service_time();
+        self.cohort_period.store(current_hour(), Ordering::Relaxed);
+
+        let level = self.level();
+        let overloaded = min_sojourn != NO_SAMPLE && min_sojourn > config.target_sojourn;
+        let next = if overloaded {
+            self.healthy_streak.store(0, Ordering::Relaxed);
+            shed_more(level, &passed, config.shed_share)
+        } else if elapsed >= config.interval.saturating_mul(IDLE_INTERVALS_TO_RESET) {
+            Level::NONE
+        } else {
+            let streak = self.healthy_streak.fetch_add(1, Ordering::Relaxed);
+            let step = config.recovery_step << streak.min(MAX_RECOVERY_DOUBLINGS);
+            Level::new(level.get().saturating_sub(step))
+        };
+        self.level.store(u32::from(next.get()), Ordering::Relaxed);
+    }
+
+    fn update_service_time(&self) {
+        let completions = self.completions.swap(0, Ordering::Relaxed);
+        let service = self.service_nanos.swap(0, Ordering::Relaxed);
+        if completions == 0 {
+            return;
+        }
+        let sample = (service / completions).max(1);
+        let previous = self.mean_service.load(Ordering::Relaxed);
+        let mean = if previous == 0 {
+            sample
+        } else {
+            (previous * 3 + sample) / 4
+        };
+        self.mean_service.store(mean, Ordering::Relaxed);
+    }
+}
+
+/// Raises the level past enough positions to shed `share` of the work that
+/// passed the level in the last interval.
+///
+/// Cohorts inside a rank carry equal shares of its traffic, so each cohort
+/// still open in rank `r` is worth `passed[r] / live cohorts`. Ranks that
+/// saw nothing are passed over whole: shedding them relieves nothing.
+pub(crate) fn shed_more(level: Level, passed: &[u64; Rank::COUNT], share: f64) -> Level {
+    let total: u64 = passed.iter().sum();
+    if total == 0 {
+        // Nothing new came in: the queue is draining what it holds.
+        return level;
+    }
+    let mut to_shed = (share * total as f64).ceil().max(1.0);
+    let cohorts = u32::from(Cohort::COUNT);
+    let mut position = u32::from(level.get());
+    while position < u32::from(Level::MAX.get()) && to_shed > 0.0 {
+        let rank = (position / cohorts) as usize;
+        let live = cohorts - position % cohorts;
+        if passed[rank] == 0 {
+            position = (rank as u32 + 1) * cohorts;
+            continue;
+        }
+        let per_cohort = passed[rank] as f64 / f64::from(live);
+        let needed = (to_shed / per_cohort).ceil().min(f64::from(live));
+        position += needed as u32;
+        to_shed -= needed * per_cohort;
+    }
+    Level::new(position.min(u32::from(Level::MAX.get())) as u16)
+}
+
+fn current_hour() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() / 3_600)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(pairs: &[(usize, u64)]) -> [u64; Rank::COUNT] {
+        let mut passed = [0; Rank::COUNT];
+        for (rank, count) in pairs {
+            passed[*rank] = *count;
+        }
+        passed
+    }
+
+    #[test]
+    fn sheds_a_share_of_one_rank_gradually() {
+        // 1,280 batch originals (rank 5) passed: 10 per cohort. 5% is 64 requests.
+        let passed = counts(&[(5, 1_280), (6, 1_280)]);
+        let level = shed_more(Level::NONE, &passed, 0.025);
+        assert_eq!(level, Level::new(5 * 128 + 7));
+    }
+
+    #[test]
+    fn passes_over_ranks_that_admitted_nothing() {
+        let passed = counts(&[(6, 128)]);
+        let level = shed_more(Level::NONE, &passed, 0.05);
+        assert_eq!(level.boundary(), (Rank::ALL[6], 7));
+    }
+
+    #[test]
+    fn crosses_into_the_next_rank_when_one_is_exhausted() {
+        // 10 left in rank 0's last cohort, then rank 1.
+        let passed = counts(&[(0, 10), (1, 1_280)]);
+        let level = shed_more(Level::new(127), &passed, 0.05);
+        assert_eq!(level, Level::new(128 + 6));
+    }
+
+    #[test]
+    fn never_sheds_the_last_critical_cohort() {
+        let passed = counts(&[(7, 1)]);
+        assert_eq!(shed_more(Level::new(1_000), &passed, 1.0), Level::MAX);
+        assert_eq!(shed_more(Level::MAX, &passed, 1.0), Level::MAX);
+    }
+
+    #[test]
+    fn with_nothing_arriving_keeps_the_level() {
+        let passed = counts(&[]);
+        assert_eq!(shed_more(Level::new(300), &passed, 0.05), Level::new(300));
+    }
+}

@@ -1,0 +1,323 @@
+//! The shared state behind a [`Shedder`](crate::Shedder) and the steps of a
+//! request's journey through it: judge at the door, take a slot or wait,
+//! leave the queue, give the slot back.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::arrival::CohortSource;
+use crate::config::{nanos, Config};
+use crate::controller::Controller;
+use crate::queue::{CellState, Entry, WaitQueues};
+use crate::retry_after::{self, Inputs};
+use crate::slots::{Slots, TakeOrWait};
+use crate::stats::{Counters, Outcome};
+use crate::waiter::Waiter;
+use crate::{random, Admission, Arrival, Cohort, Permit, Rank, RejectReason, Rejection};
+
+/// Everything a shedder shares between its clones, permits and waiters.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    pub(crate) config: Config,
+    epoch: Instant,
+    pub(crate) slots: Slots,
+    pub(crate) controller: Controller,
+    queues: Mutex<WaitQueues>,
+    /// Queue lengths per rank, written under the queue lock, read without it.
+    queue_lens: [AtomicU32; Rank::COUNT],
+    pub(crate) counters: Counters,
+}
+
+impl Engine {
+    pub(crate) fn new(config: Config) -> Engine {
+        Engine {
+            epoch: config.clock.now(),
+            slots: Slots::new(config.limit),
+            controller: Controller::new(&config),
+            queues: Mutex::new(WaitQueues::new()),
+            queue_lens: Default::default(),
+            counters: Counters::default(),
+            config,
+        }
+    }
+
+    /// Now, in nanoseconds since the engine was built: one clock read.
+    pub(crate) fn now(&self) -> u64 {
+        self.since_epoch(self.config.clock.now())
+    }
+
+    pub(crate) fn since_epoch(&self, instant: Instant) -> u64 {
+        nanos(instant.saturating_duration_since(self.epoch))
+    }
+
+    pub(crate) fn instant(&self, since_epoch: u64) -> Instant {
+        self.epoch + Duration::from_nanos(since_epoch)
+    }
+
+    pub(crate) fn queue_len(&self, rank: Rank) -> u32 {
+        self.queue_lens[rank.index()].load(Ordering::Relaxed)
+    }
+
+    /// The whole door: judge, then take a slot, wait, or refuse.
+    pub(crate) fn admit(self: &Arc<Self>, arrival: &Arrival, may_wait: bool) -> Admission {
+        let now = self.now();
+        self.controller.tick(now, false, &self.config);
+        let rank = arrival.rank();
+        let deadline = arrival.deadline().map(|at| self.since_epoch(at));
+        if deadline.is_some_and(|deadline| deadline <= now) {
+            return self.refuse(RejectReason::DeadlinePassed, rank, Cohort::MAX);
+        }
+        let cohort = self.cohort_of(arrival);
+        if self.controller.level().sheds(rank, cohort) {
+            return self.refuse(RejectReason::Shed, rank, cohort);
+        }
+        self.controller.record_passed_level(rank);
+
+        let remaining = deadline.map(|deadline| deadline - now);
+        let free = self.slots.looks_free(rank);
+        let predicted_wait = if free { 0 } else { self.predicted_wait(rank) };
+        if remaining.is_some_and(|left| left < predicted_wait + self.config.min_useful_window) {
+            return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort);
+        }
+        if free && self.slots.try_take(rank) {
+            return Admission::Admitted(self.permit(rank, now, 0));
+        }
+        if !may_wait || self.config.queue_capacity == 0 {
+            return self.refuse(RejectReason::QueueFull, rank, cohort);
+        }
+        self.enqueue(rank, cohort, now, deadline)
+    }
+
+    /// The slow path of the door, under the queue lock.
+    fn enqueue(
+        self: &Arc<Self>,
+        rank: Rank,
+        cohort: Cohort,
+        now: u64,
+        deadline: Option<u64>,
+    ) -> Admission {
+        let mut queues = self.queues.lock();
+        self.drain_shed(&mut queues);
+        if self.controller.level().sheds(rank, cohort) {
+            drop(queues);
+            return self.refuse(RejectReason::Shed, rank, cohort);
+        }
+        if self.slots.take_or_wait(rank) == TakeOrWait::Took {
+            drop(queues);
+            return Admission::Admitted(self.permit(rank, now, 0));
+        }
+        if queues.len(rank) >= self.config.queue_capacity {
+            drop(queues);
+            return self.refuse(RejectReason::QueueFull, rank, cohort);
+        }
+        let class = rank.class();
+        let max_wait_ends = now.saturating_add(self.config.max_wait[class.index()]);
+        let (expires_at, expiry) = match deadline {
+            Some(deadline)
+                if deadline.saturating_sub(self.config.min_useful_window) < max_wait_ends =>
+            {
+                (
+                    deadline.saturating_sub(self.config.min_useful_window),
+                    RejectReason::DeadlineExpiredInQueue,
+                )
+            }
+            _ => (max_wait_ends, RejectReason::QueueTimeout),
+        };
+        let (id, cell) = queues.push(rank, cohort, now, expires_at, expiry);
+        self.set_queue_len(&queues, rank);
+        drop(queues);
+        self.counters.count(class, Outcome::Queued);
+        Admission::Queued(Waiter::new(
+            Arc::clone(self),
+            cell,
+            id,
+            rank,
+            self.instant(expires_at),
+        ))
+    }
+
+    fn permit(self: &Arc<Self>, rank: Rank, now: u64, sojourn: u64) -> Permit {
+        self.counters.count(rank.class(), Outcome::Admitted);
+        Permit::new(Arc::clone(self), rank, now, sojourn)
+    }
+
+    fn refuse(&self, reason: RejectReason, rank: Rank, cohort: Cohort) -> Admission {
+        Admission::Rejected(self.rejection(reason, rank, cohort))
+    }
+
+    /// Counts a refusal and computes its Retry-After. No lock, no allocation.
+    fn rejection(&self, reason: RejectReason, rank: Rank, cohort: Cohort) -> Rejection {
+        self.counters.count(rank.class(), Outcome::of(reason));
+        let retry_after = reason.is_overload().then(|| {
+            retry_after::compute(Inputs {
+                rank,
+                queue_ahead: self.queue_ahead(rank),
+                drain_rate: self.controller.drain_rate(self.slots.limit()),
+                distance_below_level: self.controller.level().distance_below(rank, cohort),
+                recovery_step: self.config.recovery_step,
+                interval: Duration::from_nanos(self.config.interval),
+                cap: self.config.retry_after_cap,
+                jitter: self.config.retry_after_jitter,
+                unit: random::unit(),
+            })
+        });
+        Rejection::new(reason, rank, retry_after)
+    }
+
+    fn cohort_of(&self, arrival: &Arrival) -> Cohort {
+        match arrival.cohort_source() {
+            CohortSource::Spread => Cohort::spread(),
+            CohortSource::Key(key) => Cohort::from_key(key, self.controller.cohort_period()),
+            CohortSource::Fixed(cohort) => cohort,
+        }
+    }
+
+    /// Requests that will be served before a new arrival of `rank`.
+    fn queue_ahead(&self, rank: Rank) -> u32 {
+        Rank::ALL[rank.index()..]
+            .iter()
+            .map(|rank| self.queue_len(*rank))
+            .sum()
+    }
+
+    /// How long a new arrival of `rank` would wait for a slot, in nanoseconds;
+    /// zero while the drain rate is unknown.
+    fn predicted_wait(&self, rank: Rank) -> u64 {
+        match self.controller.drain_rate(self.slots.limit()) {
+            Some(rate) => ((f64::from(self.queue_ahead(rank)) + 1.0) / rate * 1e9) as u64,
+            None => 0,
+        }
+    }
+
+    /// A permit's slot comes back after `service` nanoseconds of work.
+    pub(crate) fn complete(&self, started_at: u64) {
+        let now = self.now();
+        let force = self
+            .controller
+            .record_completion(now.saturating_sub(started_at), &self.config);
+        self.give_back(now);
+        self.controller.tick(now, force, &self.config);
+    }
+
+    /// Returns a slot: lock-free unless somebody waits, then hands it over.
+    pub(crate) fn give_back(&self, now: u64) {
+        if self.slots.try_give_back() {
+            return;
+        }
+        let mut queues = self.queues.lock();
+        self.drain_shed(&mut queues);
+        if self.slots.over_limit() || !self.grant_next(&mut queues, now) {
+            self.slots.give_back_locked();
+        }
+    }
+
+    /// Hands a held slot to the most important live waiter, refusing expired
+    /// ones on the way. Returns `false` when nobody was left to take it.
+    fn grant_next(&self, queues: &mut WaitQueues, now: u64) -> bool {
+        while let Some(taken) = queues.pop_most_important() {
+            self.after_removal(queues, taken.rank);
+            if let Some(verdict) = self.verdict_for(taken.rank, &taken.entry, now) {
+                taken.entry.cell.settle(verdict);
+                continue;
+            }
+            let sojourn = now.saturating_sub(taken.entry.enqueued_at);
+            self.controller.record_sojourn(sojourn);
+            self.counters.count(taken.rank.class(), Outcome::Admitted);
+            taken
+                .entry
+                .cell
+                .settle(CellState::Granted { at: now, sojourn });
+            return true;
+        }
+        false
+    }
+
+    /// Changes the concurrency limit; a raised limit is handed to waiters at once.
+    pub(crate) fn set_limit(&self, limit: u32) {
+        self.slots.set_limit(limit);
+        let now = self.now();
+        let mut queues = self.queues.lock();
+        while self.slots.take_below_limit() {
+            if !self.grant_next(&mut queues, now) {
+                self.slots.give_back_locked();
+                break;
+            }
+        }
+    }
+
+    /// Whether a request leaving the queue at `now` must be refused instead of served.
+    fn verdict_for(&self, rank: Rank, entry: &Entry, now: u64) -> Option<CellState> {
+        if now < entry.expires_at {
+            return None;
+        }
+        self.controller
+            .record_sojourn(now.saturating_sub(entry.enqueued_at));
+        let rejection = self.rejection(entry.expiry, rank, entry.cohort);
+        Some(CellState::Rejected(rejection))
+    }
+
+    /// Refuses every waiting request the current level sheds.
+    fn drain_shed(&self, queues: &mut WaitQueues) {
+        let level = self.controller.level();
+        let mut emptied = [false; Rank::COUNT];
+        queues.drain_shed(level, |rank, entry| {
+            let rejection = self.rejection(RejectReason::ShedWhileQueued, rank, entry.cohort);
+            entry.cell.settle(CellState::Rejected(rejection));
+            emptied[rank.index()] = true;
+        });
+        for rank in Rank::ALL {
+            if emptied[rank.index()] {
+                self.after_removal(queues, rank);
+            }
+        }
+    }
+
+    /// Keeps the lock-free view of a rank's queue in step after a removal.
+    fn after_removal(&self, queues: &WaitQueues, rank: Rank) {
+        self.set_queue_len(queues, rank);
+        if queues.len(rank) == 0 {
+            self.slots.clear_waiting(rank);
+        }
+    }
+
+    fn set_queue_len(&self, queues: &WaitQueues, rank: Rank) {
+        self.queue_lens[rank.index()].store(queues.len(rank) as u32, Ordering::Relaxed);
+    }
+
+    /// A waiter whose time ran out takes itself out of the queue.
+    ///
+    /// `None` when it was no longer queued: a verdict was left in its cell.
+    pub(crate) fn expire(&self, rank: Rank, id: u64, now: u64) -> Option<Rejection> {
+        let mut queues = self.queues.lock();
+        let entry = queues.remove(rank, id)?;
+        self.after_removal(&queues, rank);
+        drop(queues);
+        self.controller
+            .record_sojourn(now.saturating_sub(entry.enqueued_at));
+        Some(self.rejection(entry.expiry, rank, entry.cohort))
+    }
+
+    /// A waiter gave up (its future was dropped) while still queued.
+    ///
+    /// Returns whether it was still in the queue; if not, a verdict was left.
+    pub(crate) fn withdraw(&self, rank: Rank, id: u64) -> bool {
+        let mut queues = self.queues.lock();
+        let removed = queues.remove(rank, id).is_some();
+        if removed {
+            self.after_removal(&queues, rank);
+        }
+        removed
+    }
+
+    /// A waiter that was granted a slot but never took it gives the slot back.
+    pub(crate) fn return_unused(&self) {
+        self.give_back(self.now());
+    }
+
+    pub(crate) fn make_permit(self: &Arc<Self>, rank: Rank, at: u64, sojourn: u64) -> Permit {
+        Permit::new(Arc::clone(self), rank, at, sojourn)
+    }
+}

@@ -1,0 +1,74 @@
+//! The permit: a held slot, returned exactly once.
+//!
+//! ```
+//! use shed_core::{Arrival, Class, Shedder};
+//!
+//! let shedder = Shedder::builder().limit(1).build()?;
+//! let permit = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+//! assert_eq!(shedder.in_flight(), 1);
+//! drop(permit); // the slot is back, and the next waiter (if any) has it
+//! assert_eq!(shedder.in_flight(), 0);
+//! # Ok::<(), shed_core::ConfigError>(())
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::engine::Engine;
+use crate::{Class, Rank};
+
+/// A slot of the concurrency limit, held while a request is served.
+///
+/// Dropping the permit returns the slot, exactly once, however the work ends:
+/// completion, error, panic (drop runs during unwinding) or cancellation. The
+/// slot goes straight to the most important waiting request, and the time the
+/// permit was held feeds the controller's measure of service time.
+#[must_use = "the slot is returned as soon as the permit is dropped"]
+pub struct Permit {
+    engine: Arc<Engine>,
+    rank: Rank,
+    started_at: u64,
+    queued: Duration,
+}
+
+impl Permit {
+    pub(crate) fn new(engine: Arc<Engine>, rank: Rank, started_at: u64, sojourn: u64) -> Permit {
+        Permit {
+            engine,
+            rank,
+            started_at,
+            queued: Duration::from_nanos(sojourn),
+        }
+    }
+
+    /// The rank the request was admitted at.
+    pub fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    /// The class the request was admitted at.
+    pub fn class(&self) -> Class {
+        self.rank.class()
+    }
+
+    /// How long the request waited in the queue before it got this slot (zero on the fast path).
+    pub fn queued(&self) -> Duration {
+        self.queued
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.engine.complete(self.started_at);
+    }
+}
+
+impl fmt::Debug for Permit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Permit")
+            .field("rank", &self.rank)
+            .field("queued", &self.queued)
+            .finish_non_exhaustive()
+    }
+}

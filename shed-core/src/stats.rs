@@ -1,0 +1,142 @@
+//! Counters and a snapshot of the engine's state, cheap to read while serving.
+//!
+//! ```
+//! use shed_core::{Arrival, Class, Shedder};
+//!
+//! let shedder = Shedder::builder().limit(4).build()?;
+//! let permit = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+//! let stats = shedder.stats();
+//! assert_eq!(stats.in_flight, 1);
+//! assert_eq!(stats.class(Class::Batch).admitted, 1);
+//! drop(permit);
+//! assert_eq!(shedder.stats().in_flight, 0);
+//! # Ok::<(), shed_core::ConfigError>(())
+//! ```
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::{Class, Level, Rank, RejectReason};
+
+/// What happened to a request at one step of its journey.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Admitted,
+    Queued,
+    Shed,
+    ShedByDeadline,
+    QueueFull,
+    DroppedFromQueue,
+    Expired,
+}
+
+const OUTCOMES: usize = 7;
+
+impl Outcome {
+    /// The counter a rejection reason lands in.
+    pub(crate) const fn of(reason: RejectReason) -> Outcome {
+        match reason {
+            RejectReason::Shed => Outcome::Shed,
+            RejectReason::QueueFull => Outcome::QueueFull,
+            RejectReason::QueueTimeout | RejectReason::ShedWhileQueued => Outcome::DroppedFromQueue,
+            RejectReason::DeadlinePassed | RejectReason::DeadlineUnmeetable => {
+                Outcome::ShedByDeadline
+            }
+            RejectReason::DeadlineExpiredInQueue => Outcome::Expired,
+        }
+    }
+}
+
+/// Monotonic counters per class and outcome.
+///
+/// # Memory ordering
+///
+/// `Relaxed` throughout: each counter is exact, but a snapshot of several is
+/// not taken at one instant.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    by_class: [[AtomicU64; OUTCOMES]; 4],
+}
+
+impl Counters {
+    pub(crate) fn count(&self, class: Class, outcome: Outcome) {
+        self.by_class[class.index()][outcome as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn class(&self, class: Class) -> ClassStats {
+        let read = |outcome: Outcome| {
+            self.by_class[class.index()][outcome as usize].load(Ordering::Relaxed)
+        };
+        ClassStats {
+            class,
+            admitted: read(Outcome::Admitted),
+            queued: read(Outcome::Queued),
+            shed: read(Outcome::Shed),
+            shed_by_deadline: read(Outcome::ShedByDeadline),
+            queue_full: read(Outcome::QueueFull),
+            dropped_from_queue: read(Outcome::DroppedFromQueue),
+            expired: read(Outcome::Expired),
+        }
+    }
+}
+
+/// Counts of what happened to one class's requests since the engine was built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClassStats {
+    /// The class counted.
+    pub class: Class,
+    /// Requests that got a slot, at once or after waiting.
+    pub admitted: u64,
+    /// Requests that joined a wait queue.
+    pub queued: u64,
+    /// Requests refused at the door by the admission level.
+    pub shed: u64,
+    /// Requests refused at the door because their deadline had passed or could not be met.
+    pub shed_by_deadline: u64,
+    /// Requests refused because their rank's queue was full.
+    pub queue_full: u64,
+    /// Queued requests dropped unserved: maximum wait exceeded, or shed while waiting.
+    pub dropped_from_queue: u64,
+    /// Queued requests whose deadline passed while they waited.
+    pub expired: u64,
+}
+
+impl ClassStats {
+    /// Every refusal of this class, whatever the reason.
+    pub fn rejected(&self) -> u64 {
+        self.shed + self.shed_by_deadline + self.queue_full + self.dropped_from_queue + self.expired
+    }
+}
+
+/// A snapshot of the engine, from [`Shedder::stats`](crate::Shedder::stats).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// The concurrency limit.
+    pub limit: u32,
+    /// Requests holding a slot now.
+    pub in_flight: u32,
+    /// Requests waiting, per rank in shed order ([`Rank::ALL`]).
+    pub queued: [u32; Rank::COUNT],
+    /// The admission level.
+    pub level: Level,
+    /// The shortest queue wait of the last controller interval, if anything waited.
+    pub recent_sojourn: Option<Duration>,
+    /// Measured completions per second at full concurrency, once known.
+    pub drain_rate: Option<f64>,
+    /// Counters per class, least important first ([`Class::ALL`]).
+    pub classes: [ClassStats; 4],
+}
+
+impl Stats {
+    /// The counters of one class.
+    pub fn class(&self, class: Class) -> &ClassStats {
+        &self.classes[class.index()]
+    }
+
+    /// Requests waiting in all queues.
+    pub fn queue_len(&self) -> u32 {
+        self.queued.iter().sum()
+    }
+}

@@ -1,0 +1,157 @@
+//! Waiting for a slot: a cancel-safe future that needs no particular runtime.
+//!
+//! ```
+//! use shed_core::{Admission, Arrival, Class, Shedder};
+//!
+//! let shedder = Shedder::builder().limit(1).build()?;
+//! let first = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+//! let Admission::Queued(waiter) = shedder.admit(&Arrival::new(Class::Batch)) else {
+//!     unreachable!("the only slot is taken");
+//! };
+//! drop(first); // the slot goes to the waiter
+//! let permit = futures_lite_block_on(waiter).unwrap();
+//! assert_eq!(shedder.in_flight(), 1);
+//! # drop(permit);
+//! # fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
+//! #     let mut f = std::pin::pin!(f);
+//! #     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+//! #     loop { if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
+//! # }
+//! # Ok::<(), shed_core::ConfigError>(())
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::mem;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use crate::engine::Engine;
+use crate::queue::{CellState, WaitCell};
+use crate::{Permit, Rank, Rejection};
+
+/// A request waiting in its rank's queue for a slot.
+///
+/// Resolves to a [`Permit`] when a slot is handed over, or to a [`Rejection`]
+/// when the request is dropped from the queue: shed by the controller, its
+/// class's maximum wait exceeded, or its deadline too close.
+///
+/// The engine has no timer of its own: a waiter notices that its time ran out
+/// when it is polled or when a slot frees up. Hosts with a timer (shed-axum
+/// uses tokio's) should poll it again at [`expires_at`](Waiter::expires_at).
+///
+/// # Cancel safety
+///
+/// Dropping a waiter at any point is safe and loses nothing: if it is still
+/// queued it leaves the queue; if a slot was already handed to it but it was
+/// not polled since, the slot goes on to the next waiter. A dropped waiter
+/// never consumes a slot.
+#[must_use = "a waiter leaves the queue as soon as it is dropped"]
+pub struct Waiter {
+    engine: Arc<Engine>,
+    cell: Arc<WaitCell>,
+    id: u64,
+    rank: Rank,
+    expires_at: Instant,
+    finished: bool,
+}
+
+impl Waiter {
+    pub(crate) fn new(
+        engine: Arc<Engine>,
+        cell: Arc<WaitCell>,
+        id: u64,
+        rank: Rank,
+        expires_at: Instant,
+    ) -> Waiter {
+        Waiter {
+            engine,
+            cell,
+            id,
+            rank,
+            expires_at,
+            finished: false,
+        }
+    }
+
+    /// The waiting request's rank.
+    pub fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    /// When the request leaves the queue unserved if no slot came: the end of
+    /// its class's maximum wait, or its deadline less the minimum useful window.
+    pub fn expires_at(&self) -> Instant {
+        self.expires_at
+    }
+
+    fn take_verdict(&mut self) -> Result<Permit, Rejection> {
+        let verdict = mem::replace(&mut *self.cell.state.lock(), CellState::Finished);
+        self.finished = true;
+        match verdict {
+            CellState::Granted { at, sojourn } => {
+                Ok(self.engine.make_permit(self.rank, at, sojourn))
+            }
+            CellState::Rejected(rejection) => Err(rejection),
+            CellState::Waiting(_) | CellState::Finished => {
+                unreachable!("a waiter takes its verdict once, after one was left")
+            }
+        }
+    }
+}
+
+impl Future for Waiter {
+    type Output = Result<Permit, Rejection>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        assert!(!this.finished, "Waiter polled after it completed");
+        let mut state = this.cell.state.lock();
+        if let CellState::Waiting(waker) = &mut *state {
+            let now = this.engine.now();
+            if now < this.engine.since_epoch(this.expires_at) {
+                match waker {
+                    Some(waker) if waker.will_wake(cx.waker()) => {}
+                    _ => *waker = Some(cx.waker().clone()),
+                }
+                return Poll::Pending;
+            }
+            drop(state);
+            if let Some(rejection) = this.engine.expire(this.rank, this.id, now) {
+                this.finished = true;
+                return Poll::Ready(Err(rejection));
+            }
+            // Somebody took us off the queue first and left a verdict.
+        } else {
+            drop(state);
+        }
+        Poll::Ready(this.take_verdict())
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let waiting = matches!(*self.cell.state.lock(), CellState::Waiting(_));
+        if waiting && self.engine.withdraw(self.rank, self.id) {
+            return;
+        }
+        let verdict = mem::replace(&mut *self.cell.state.lock(), CellState::Finished);
+        if let CellState::Granted { .. } = verdict {
+            self.engine.return_unused();
+        }
+    }
+}
+
+impl fmt::Debug for Waiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Waiter")
+            .field("rank", &self.rank)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
