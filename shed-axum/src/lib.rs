@@ -1,1 +1,44 @@
+//! axum and tower middleware for shed: admission control at the front door.
+//!
+//! ```
+//! use axum::{routing::get, Router};
+//! use shed_axum::ShedLayer;
+//! use shed_core::{Class, Shedder};
+//!
+//! let shedder = Shedder::builder().limit(64).build()?;
+//! let app: Router = Router::new()
+//!     .route("/", get(|| async { "hello" }))
+//!     .route("/report", get(|| async { "slow report" })
+//!         .layer(ShedLayer::new(shedder.clone()).class(Class::Batch)))
+//!     .layer(ShedLayer::new(shedder.clone()))
+//!     // Outside the layer: operators can always read the stats.
+//!     .route("/stats", get(shed_axum::stats::handler(shedder)));
+//! # Ok::<(), shed_core::ConfigError>(())
+//! ```
+//!
+//! Each request is classified from its head ([`RequestHead`]): class, attempt
+//! (retry markers), deadline (`grpc-timeout` and friends) and an optional
+//! cohort key. The engine admits it, queues it, or refuses it with `429` and a
+//! computed `Retry-After` (gRPC callers get a trailers-only status with
+//! `grpc-retry-pushback-ms`). An admitted handler runs under its deadline, and
+//! its slot is held until the response body ends.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod body;
+mod classify;
+mod clock;
+mod extract;
+mod layer;
+mod parse;
+mod reject;
+mod service;
+pub mod stats;
+
+pub use body::ShedBody;
+pub use classify::{ClassFn, Classification, CohortKeyFn, RequestHead};
+pub use clock::TokioClock;
+pub use extract::{Admitted, Deadline, MissingShedLayer};
+pub use layer::{ReleaseOn, ShedLayer};
+pub use reject::{GrpcOverloadStatus, RejectHook};
+pub use service::{ResponseFuture, Shed};

@@ -33,11 +33,15 @@ pub enum RejectReason {
     DeadlineUnmeetable,
     /// The deadline passed, or came too close, while the request waited.
     DeadlineExpiredInQueue,
+    /// The deadline passed while the request was being served (reported by
+    /// hosts that enforce deadlines, such as shed-axum; the engine's counters
+    /// do not include it).
+    DeadlineExceeded,
 }
 
 impl RejectReason {
     /// Every reason.
-    pub const ALL: [RejectReason; 7] = [
+    pub const ALL: [RejectReason; 8] = [
         RejectReason::Shed,
         RejectReason::QueueFull,
         RejectReason::QueueTimeout,
@@ -45,6 +49,7 @@ impl RejectReason {
         RejectReason::DeadlinePassed,
         RejectReason::DeadlineUnmeetable,
         RejectReason::DeadlineExpiredInQueue,
+        RejectReason::DeadlineExceeded,
     ];
 
     /// Whether the reason is overload (answered with Retry-After), rather than
@@ -60,6 +65,7 @@ impl RejectReason {
             RejectReason::DeadlinePassed
                 | RejectReason::DeadlineUnmeetable
                 | RejectReason::DeadlineExpiredInQueue
+                | RejectReason::DeadlineExceeded
         )
     }
 
@@ -73,6 +79,7 @@ impl RejectReason {
             RejectReason::DeadlinePassed => "deadline_passed",
             RejectReason::DeadlineUnmeetable => "deadline_unmeetable",
             RejectReason::DeadlineExpiredInQueue => "deadline_expired_in_queue",
+            RejectReason::DeadlineExceeded => "deadline_exceeded",
         }
     }
 
@@ -88,6 +95,7 @@ impl RejectReason {
             RejectReason::DeadlinePassed => "the request's deadline had already passed",
             RejectReason::DeadlineUnmeetable => "the request's deadline is too close to be met",
             RejectReason::DeadlineExpiredInQueue => "the request's deadline passed while it waited",
+            RejectReason::DeadlineExceeded => "the request's deadline passed while it was served",
         }
     }
 }
@@ -119,6 +127,19 @@ impl Rejection {
             rank,
             retry_after,
         }
+    }
+
+    /// The answer for a request whose deadline passed while it was served:
+    /// for hosts that enforce deadlines on running work.
+    ///
+    /// ```
+    /// use shed_core::{Class, Rank, RejectReason, Rejection};
+    /// let late = Rejection::deadline_exceeded(Rank::new(Class::Interactive, false));
+    /// assert_eq!(late.reason(), RejectReason::DeadlineExceeded);
+    /// assert!(late.retry_after().is_none());
+    /// ```
+    pub const fn deadline_exceeded(rank: Rank) -> Rejection {
+        Rejection::new(RejectReason::DeadlineExceeded, rank, None)
     }
 
     /// Why the request was refused.

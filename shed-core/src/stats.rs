@@ -42,7 +42,9 @@ impl Outcome {
             RejectReason::DeadlinePassed | RejectReason::DeadlineUnmeetable => {
                 Outcome::ShedByDeadline
             }
-            RejectReason::DeadlineExpiredInQueue => Outcome::Expired,
+            RejectReason::DeadlineExpiredInQueue | RejectReason::DeadlineExceeded => {
+                Outcome::Expired
+            }
         }
     }
 }

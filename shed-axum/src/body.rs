@@ -1,0 +1,109 @@
+//! The response body: the inner body holding its permit, or a rejection's bytes.
+
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use shed_core::Permit;
+
+pin_project! {
+    /// The body of every response that passes through [`Shed`](crate::Shed).
+    ///
+    /// For a served request it is the inner body, holding the request's permit
+    /// until the body ends, fails or is dropped, so a streaming response counts
+    /// against the concurrency limit for as long as it streams. For a refused
+    /// request it is the rejection's small, complete body.
+    pub struct ShedBody<B> {
+        #[pin]
+        kind: Kind<B>,
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<B> {
+        Inner {
+            #[pin]
+            body: B,
+            permit: Option<Permit>,
+        },
+        Full {
+            data: Option<Bytes>,
+        },
+    }
+}
+
+impl<B> ShedBody<B> {
+    pub(crate) fn inner(body: B, permit: Option<Permit>) -> Self {
+        ShedBody {
+            kind: Kind::Inner { body, permit },
+        }
+    }
+
+    pub(crate) fn full(data: Bytes) -> Self {
+        ShedBody {
+            kind: Kind::Full {
+                data: (!data.is_empty()).then_some(data),
+            },
+        }
+    }
+}
+
+impl<B> Body for ShedBody<B>
+where
+    B: Body<Data = Bytes>,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        match self.project().kind.project() {
+            KindProj::Inner { body, permit } => {
+                let frame = body.poll_frame(cx);
+                if matches!(frame, Poll::Ready(None | Some(Err(_)))) {
+                    // The body is over: give the slot back now, not when hyper drops it.
+                    permit.take();
+                }
+                frame
+            }
+            KindProj::Full { data } => Poll::Ready(data.take().map(|data| Ok(Frame::data(data)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            Kind::Inner { body, .. } => body.is_end_stream(),
+            Kind::Full { data } => data.is_none(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            Kind::Inner { body, .. } => body.size_hint(),
+            Kind::Full { data } => {
+                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+            }
+        }
+    }
+}
+
+impl<B> fmt::Debug for ShedBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Kind::Inner { permit, .. } => f
+                .debug_struct("ShedBody::Inner")
+                .field("holds_permit", &permit.is_some())
+                .finish_non_exhaustive(),
+            Kind::Full { data } => f
+                .debug_struct("ShedBody::Full")
+                .field("data", data)
+                .finish(),
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The answers shed gives when it refuses a request.
+//!
+//! | caller | overload | deadline |
+//! |---|---|---|
+//! | HTTP | `429` (or the configured status), `Retry-After: <s>`, `application/problem+json` | `504`, no Retry-After, `application/problem+json` |
+//! | gRPC (`content-type: application/grpc*`) | `200` trailers-only, `grpc-status: 8` (or 14), `grpc-retry-pushback-ms` | `200` trailers-only, `grpc-status: 4` |
+//!
+//! The problem body follows RFC 9457 and adds `reason`, `class`, `attempt`
+//! and, for overload, `retry_after_ms`:
+//!
+//! ```json
+//! {"type":"urn:shed:overloaded","title":"Too Many Requests","status":429,
+//!  "detail":"the service is overloaded and is shedding this kind of request",
+//!  "reason":"shed","class":"batch","attempt":1,"retry_after_ms":2150}
+//! ```
+
+use std::fmt::{self, Write as _};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
+use shed_core::Rejection;
+
+use crate::body::ShedBody;
+use crate::RequestHead;
+
+const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
+const GRPC: HeaderValue = HeaderValue::from_static("application/grpc");
+const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
+const GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
+const GRPC_PUSHBACK: HeaderName = HeaderName::from_static("grpc-retry-pushback-ms");
+
+/// The gRPC status sent when a gRPC caller is refused for overload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GrpcOverloadStatus {
+    /// `RESOURCE_EXHAUSTED` (8): the default, as gRFC A6 pushback expects.
+    #[default]
+    ResourceExhausted,
+    /// `UNAVAILABLE` (14): for callers whose retry policy only retries on it.
+    Unavailable,
+}
+
+impl GrpcOverloadStatus {
+    fn value(self) -> HeaderValue {
+        match self {
+            GrpcOverloadStatus::ResourceExhausted => HeaderValue::from_static("8"),
+            GrpcOverloadStatus::Unavailable => HeaderValue::from_static("14"),
+        }
+    }
+}
+
+/// A closure that may replace the response to a refusal (`None`: use shed's).
+pub type RejectHook =
+    Arc<dyn Fn(&Rejection, &RequestHead<'_>) -> Option<Response<Bytes>> + Send + Sync>;
+
+/// How a layer answers refusals.
+#[derive(Clone)]
+pub(crate) struct Responder {
+    pub(crate) overload_status: StatusCode,
+    pub(crate) grpc_overload_status: GrpcOverloadStatus,
+    pub(crate) hook: Option<RejectHook>,
+}
+
+impl Default for Responder {
+    fn default() -> Self {
+        Responder {
+            overload_status: StatusCode::TOO_MANY_REQUESTS,
+            grpc_overload_status: GrpcOverloadStatus::ResourceExhausted,
+            hook: None,
+        }
+    }
+}
+
+impl fmt::Debug for Responder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Responder")
+            .field("overload_status", &self.overload_status)
+            .field("grpc_overload_status", &self.grpc_overload_status)
+            .field("hook", &self.hook.is_some())
+            .finish()
+    }
+}
+
+/// Whether the caller speaks gRPC (`content-type: application/grpc`, `+proto`, `+json`...).
+pub(crate) fn is_grpc(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"))
+}
+
+impl Responder {
+    pub(crate) fn respond<B>(
+        &self,
+        rejection: &Rejection,
+        head: &RequestHead<'_>,
+        attempt: u32,
+    ) -> Response<ShedBody<B>> {
+        if let Some(custom) = self.hook.as_ref().and_then(|hook| hook(rejection, head)) {
+            return custom.map(ShedBody::full);
+        }
+        if is_grpc(head.headers) {
+            grpc_answer(rejection, self.grpc_overload_status)
+        } else {
+            http_answer(rejection, self.overload_status, attempt)
+        }
+    }
+}
+
+/// The answer to a request whose deadline passed while it was served.
+pub(crate) fn deadline_answer<B>(
+    rejection: &Rejection,
+    grpc: bool,
+    attempt: u32,
+) -> Response<ShedBody<B>> {
+    debug_assert!(rejection.reason().is_deadline());
+    if grpc {
+        grpc_answer(rejection, GrpcOverloadStatus::default())
+    } else {
+        http_answer(rejection, StatusCode::GATEWAY_TIMEOUT, attempt)
+    }
+}
+
+fn http_answer<B>(
+    rejection: &Rejection,
+    overload_status: StatusCode,
+    attempt: u32,
+) -> Response<ShedBody<B>> {
+    let status = if rejection.reason().is_deadline() {
+        StatusCode::GATEWAY_TIMEOUT
+    } else {
+        overload_status
+    };
+    let body = problem_json(rejection, status, attempt);
+    let mut response = Response::new(ShedBody::full(Bytes::from(body)));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, PROBLEM_JSON);
+    if let Some(after) = rejection.retry_after() {
+        headers.insert(RETRY_AFTER, HeaderValue::from(after.as_secs()));
+    }
+    response
+}
+
+fn grpc_answer<B>(
+    rejection: &Rejection,
+    overload_status: GrpcOverloadStatus,
+) -> Response<ShedBody<B>> {
+    let mut response = Response::new(ShedBody::full(Bytes::new()));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, GRPC);
+    let status = if rejection.reason().is_deadline() {
+        HeaderValue::from_static("4")
+    } else {
+        overload_status.value()
+    };
+    headers.insert(GRPC_STATUS, status);
+    // Descriptions are plain printable ASCII: valid grpc-message text as is.
+    headers.insert(
+        GRPC_MESSAGE,
+        HeaderValue::from_static(rejection.reason().description()),
+    );
+    if let Some(after) = rejection.retry_after() {
+        headers.insert(GRPC_PUSHBACK, HeaderValue::from(after.as_millis()));
+    }
+    response
+}
+
+/// The RFC 9457 problem body. Every string in it is a fixed ASCII name, so no
+/// escaping is needed.
+fn problem_json(rejection: &Rejection, status: StatusCode, attempt: u32) -> String {
+    let reason = rejection.reason();
+    let kind = if reason.is_deadline() {
+        "deadline"
+    } else {
+        "overloaded"
+    };
+    let mut body = String::with_capacity(256);
+    let _ = write!(
+        body,
+        r#"{{"type":"urn:shed:{kind}","title":"{title}","status":{status},"detail":"{detail}","reason":"{reason}","class":"{class}","attempt":{attempt}"#,
+        title = status.canonical_reason().unwrap_or("Refused"),
+        status = status.as_u16(),
+        detail = reason.description(),
+        class = rejection.class(),
+    );
+    if let Some(after) = rejection.retry_after() {
+        let _ = write!(body, r#","retry_after_ms":{}"#, after.as_millis());
+    }
+    body.push('}');
+    body
+}

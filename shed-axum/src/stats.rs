@@ -1,0 +1,99 @@
+//! Serving the engine's stats as JSON, for operators.
+//!
+//! ```
+//! use axum::{routing::get, Router};
+//! use shed_core::Shedder;
+//!
+//! let shedder = Shedder::with_limit(32)?;
+//! // Mount it outside the shed layer so it is never shed.
+//! let app: Router = Router::new().route("/stats", get(shed_axum::stats::handler(shedder)));
+//! # Ok::<(), shed_core::ConfigError>(())
+//! ```
+
+use std::fmt::Write as _;
+use std::future::{ready, Ready};
+
+use axum::response::{IntoResponse, Response};
+use http::header::CONTENT_TYPE;
+use http::HeaderValue;
+use shed_core::{Rank, Shedder, Stats};
+
+/// A handler closure answering every request with the stats of `shedder` as JSON.
+pub fn handler(shedder: Shedder) -> impl Fn() -> Ready<StatsJson> + Clone + Send + Sync + 'static {
+    move || ready(StatsJson(shedder.stats()))
+}
+
+/// A stats snapshot as an `application/json` response.
+#[derive(Clone, Debug)]
+pub struct StatsJson(pub Stats);
+
+impl IntoResponse for StatsJson {
+    fn into_response(self) -> Response {
+        (
+            [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            to_json(&self.0),
+        )
+            .into_response()
+    }
+}
+
+/// The stats as a JSON object.
+///
+/// ```
+/// let stats = shed_core::Shedder::with_limit(4)?.stats();
+/// let json = shed_axum::stats::to_json(&stats);
+/// assert!(json.starts_with(r#"{"limit":4,"in_flight":0,"#));
+/// # Ok::<(), shed_core::ConfigError>(())
+/// ```
+pub fn to_json(stats: &Stats) -> String {
+    let mut out = String::with_capacity(1_024);
+    let _ = write!(
+        out,
+        r#"{{"limit":{},"in_flight":{},"queue_len":{},"level":{},"level_text":"{}","#,
+        stats.limit,
+        stats.in_flight,
+        stats.queue_len(),
+        stats.level.get(),
+        stats.level,
+    );
+    out.push_str(r#""queued":{"#);
+    for (index, rank) in Rank::ALL.iter().enumerate() {
+        let comma = if index == 0 { "" } else { "," };
+        let _ = write!(out, r#"{comma}"{rank}":{}"#, stats.queued[rank.index()]);
+    }
+    out.push_str("},");
+    match stats.recent_sojourn {
+        Some(sojourn) => {
+            let _ = write!(
+                out,
+                r#""recent_sojourn_ms":{:.3},"#,
+                sojourn.as_secs_f64() * 1e3
+            );
+        }
+        None => out.push_str(r#""recent_sojourn_ms":null,"#),
+    }
+    match stats.drain_rate {
+        Some(rate) if rate.is_finite() => {
+            let _ = write!(out, r#""drain_rate_per_s":{rate:.1},"#);
+        }
+        _ => out.push_str(r#""drain_rate_per_s":null,"#),
+    }
+    out.push_str(r#""classes":{"#);
+    for (index, class) in stats.classes.iter().enumerate() {
+        let comma = if index == 0 { "" } else { "," };
+        let _ = write!(
+            out,
+            r#"{comma}"{}":{{"admitted":{},"queued":{},"shed":{},"shed_by_deadline":{},"queue_full":{},"dropped_from_queue":{},"expired":{}}}"#,
+            class.class,
+            class.admitted,
+            class.queued,
+            class.shed,
+            class.shed_by_deadline,
+            class.queue_full,
+            class.dropped_from_queue,
+            class.expired,
+        );
+    }
+    out.push_str("}}");
+    out
+}
