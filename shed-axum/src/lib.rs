@@ -27,6 +27,7 @@
 
 mod body;
 mod classify;
+pub mod client;
 mod clock;
 mod extract;
 mod layer;

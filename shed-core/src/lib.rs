@@ -44,6 +44,7 @@ mod permit;
 mod queue;
 mod random;
 mod reject;
+pub mod retry;
 mod retry_after;
 mod shedder;
 mod slots;

@@ -1,0 +1,137 @@
+//! What the policy decided after an attempt, and why.
+//!
+//! ```
+//! use std::time::Duration;
+//! use shed_core::retry::{Decision, Reason};
+//!
+//! let retry = Decision::Retry { attempt: 2, delay: Duration::from_millis(50) };
+//! assert_eq!(retry.reason(), Reason::Ok);
+//! assert_eq!(Decision::Stop(Reason::Deadline).reason(), Reason::Deadline);
+//! ```
+
+use std::fmt;
+use std::time::Duration;
+
+/// The verdict on one attempt's outcome.
+///
+/// ```
+/// use shed_core::retry::{Decision, Reason};
+///
+/// assert!(!Decision::Stop(Reason::RetryBudget).is_retry());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Decision {
+    /// Send attempt number `attempt` after waiting `delay`. The retry's
+    /// credit has already been taken from the budget.
+    Retry {
+        /// The number of the attempt to send: 2 for the first retry.
+        attempt: u32,
+        /// How long to wait before sending it.
+        delay: Duration,
+    },
+    /// Return the last outcome to the caller. [`Reason::Ok`] when the
+    /// attempt succeeded; otherwise why no retry follows.
+    Stop(Reason),
+}
+
+impl Decision {
+    /// Why: [`Reason::Ok`] for a retry or a success, otherwise the denial.
+    ///
+    /// ```
+    /// use shed_core::retry::{Decision, Reason};
+    ///
+    /// assert_eq!(Decision::Stop(Reason::Ok).reason(), Reason::Ok);
+    /// ```
+    #[must_use]
+    pub fn reason(&self) -> Reason {
+        match *self {
+            Self::Retry { .. } => Reason::Ok,
+            Self::Stop(reason) => reason,
+        }
+    }
+
+    /// Whether another attempt follows.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::retry::Decision;
+    ///
+    /// assert!(Decision::Retry { attempt: 2, delay: Duration::ZERO }.is_retry());
+    /// ```
+    #[must_use]
+    pub fn is_retry(&self) -> bool {
+        matches!(self, Self::Retry { .. })
+    }
+}
+
+/// The reason carried by every [`Decision`].
+///
+/// ```
+/// use shed_core::retry::Reason;
+///
+/// assert_eq!(Reason::RetryBudget.as_str(), "retry_budget");
+/// assert_eq!(Reason::ALL.len(), 7);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    /// Retry granted, or the attempt succeeded and nothing needs retrying.
+    Ok,
+    /// The failure is not in the retryable set (a 4xx, a 500, an error after
+    /// the request was sent).
+    TerminalStatus,
+    /// The operation was not declared safe to replay.
+    UnsafeOperation,
+    /// The attempt cap is reached.
+    AttemptCap,
+    /// The next attempt would not start in time to be useful before the
+    /// deadline (counting the server's pushback, which is never shortened).
+    Deadline,
+    /// The shared retry budget is spent.
+    RetryBudget,
+    /// The server asked not to retry, or for a wait too long to honour.
+    ServerRefused,
+}
+
+impl Reason {
+    /// Every reason, in declaration order.
+    pub const ALL: [Self; 7] = [
+        Self::Ok,
+        Self::TerminalStatus,
+        Self::UnsafeOperation,
+        Self::AttemptCap,
+        Self::Deadline,
+        Self::RetryBudget,
+        Self::ServerRefused,
+    ];
+
+    /// A stable `snake_case` label, for metrics.
+    ///
+    /// ```
+    /// use shed_core::retry::Reason;
+    ///
+    /// assert_eq!(Reason::ServerRefused.as_str(), "server_refused");
+    /// ```
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::TerminalStatus => "terminal_status",
+            Self::UnsafeOperation => "unsafe_operation",
+            Self::AttemptCap => "attempt_cap",
+            Self::Deadline => "deadline",
+            Self::RetryBudget => "retry_budget",
+            Self::ServerRefused => "server_refused",
+        }
+    }
+
+    pub(crate) const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

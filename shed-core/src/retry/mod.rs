@@ -1,0 +1,85 @@
+//! The client half of overload: a shared retry budget and a pushback-aware,
+//! deadline-aware retry policy, deterministic and free of any runtime.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use shed_core::retry::{Decision, Outcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy};
+//!
+//! // One budget for the whole client, shared by every operation.
+//! let policy = RetryPolicy::new(Arc::new(RetryBudget::default())).with_jitter(|| 0.5);
+//!
+//! let mut op = policy.begin(Replay::Safe); // the original is sent at 0 ms
+//! // ... a 503 arrives at 40 ms: back off for 50 ms (half of [0, 100 ms)).
+//! let retry = policy.decide(&mut op, Outcome::Status(503), Pushback::Absent, Duration::from_millis(40));
+//! assert_eq!(retry, Decision::Retry { attempt: 2, delay: Duration::from_millis(50) });
+//! // ... a 429 with `Retry-After: 1` at 120 ms: the pushback is a floor.
+//! let retry = policy.decide(&mut op, Outcome::Status(429), Pushback::Wait(Duration::from_secs(1)), Duration::from_millis(120));
+//! assert_eq!(retry, Decision::Retry { attempt: 3, delay: Duration::from_secs(1) });
+//! // ... a 200 at 1,140 ms.
+//! assert_eq!(policy.decide(&mut op, Outcome::Status(200), Pushback::Absent, Duration::from_millis(1_140)), Decision::Stop(Reason::Ok));
+//! ```
+//!
+//! # The pieces
+//!
+//! - [`RetryBudget`]: retries earned by originals, shared (`Arc`, lock-free).
+//! - [`Backoff`] and [`Jitter`]: full-jitter exponential backoff with
+//!   injectable randomness.
+//! - [`Pushback`]: `Retry-After` (seconds or HTTP-date), `retry-after-ms`,
+//!   `grpc-retry-pushback-ms`.
+//! - [`RetryableSet`], [`Outcome`], [`Replay`]: what may be retried at all.
+//! - [`RetryPolicy`], [`RetryConfig`], [`Operation`]: the per-operation state
+//!   machine; [`Decision`] and [`Reason`]: what it decided and why;
+//!   [`RetryStats`]: counters of originals, retries and denials by reason.
+//!
+//! Time is passed in by the caller (time since the original was sent), so the
+//! policy is a pure function of its inputs plus the budget: tests drive it
+//! with a manual clock and never sleep. The tower `Policy` in `shed-axum`
+//! wraps it for HTTP clients.
+//!
+//! # The bound
+//!
+//! One budget with an initial balance of `I` retries, over `O` originals,
+//! grants at most
+//!
+//! ```text
+//! R <= I + floor(O / 10)
+//! ```
+//!
+//! retries (fewer when credit is discarded at the cap). With the defaults
+//! (`I` = 2, cap 4), 100 operations against a complete outage make at most
+//! 112 attempts in all, where three attempts per operation with no budget
+//! would make 300: the outage sees 1.12 times its normal load, not 3 times.
+//! Every retry is also bounded per operation by the attempt cap and the
+//! deadline, and is never sent before the server's pushback has elapsed.
+//!
+//! # Per-process or fleet-wide
+//!
+//! A budget bounds the retries of the processes that share it. With `N`
+//! client processes each holding its own budget, the initial balances add
+//! up (`N * I` retries that need no originals at all), and every restart
+//! refills a process's balance. That is fine for a handful of long-lived
+//! clients. When the fleet is large compared with its traffic (`N * I` is
+//! not small next to `O / 10`), when clients are short-lived (serverless,
+//! batch jobs, crash loops), or when many processes hit one fragile
+//! dependency, enforce the budget fleet-wide instead: share it through the
+//! proxy or sidecar all calls pass through, or lower `I` to 0 so that only
+//! traffic earns retries.
+
+mod backoff;
+mod budget;
+mod decision;
+mod eligibility;
+mod jitter;
+mod policy;
+mod pushback;
+mod stats;
+
+pub use backoff::Backoff;
+pub use budget::{RetryBudget, EARN_TENTHS, RETRY_COST_TENTHS};
+pub use decision::{Decision, Reason};
+pub use eligibility::{NotRetryable, Outcome, Replay, RetryableSet};
+pub use jitter::{Jitter, SplitMix64};
+pub use policy::{Operation, RetryConfig, RetryPolicy};
+pub use pushback::{Pushback, MAX_PUSHBACK, RETRY_AFTER_HEADER};
+pub use stats::RetryStats;

@@ -1,0 +1,102 @@
+//! Counters of what a retry policy did: originals, retries, denials by reason.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use shed_core::retry::{Outcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy};
+//!
+//! let policy = RetryPolicy::new(Arc::new(RetryBudget::default()));
+//! let mut op = policy.begin(Replay::Safe);
+//! let _ = policy.decide(&mut op, Outcome::Status(400), Pushback::Absent, Default::default());
+//!
+//! let stats = policy.stats();
+//! assert_eq!(stats.originals(), 1);
+//! assert_eq!(stats.retries(), 0);
+//! assert_eq!(stats.denials(Reason::TerminalStatus), 1);
+//! ```
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::Reason;
+
+/// Live counters, shared by every clone of a policy. Reading them is a few
+/// relaxed loads: each counter is exact, but a read of several counters is
+/// not one atomic snapshot.
+///
+/// ```
+/// use shed_core::retry::{Reason, RetryStats};
+///
+/// let stats = RetryStats::default();
+/// assert_eq!(stats.denials(Reason::Deadline), 0);
+/// ```
+#[derive(Debug, Default)]
+pub struct RetryStats {
+    originals: AtomicU64,
+    retries: AtomicU64,
+    /// Indexed by [`Reason::index`]; the `Ok` slot stays zero.
+    denials: [AtomicU64; Reason::ALL.len()],
+}
+
+impl RetryStats {
+    /// Originals begun.
+    ///
+    /// ```
+    /// use shed_core::retry::RetryStats;
+    ///
+    /// assert_eq!(RetryStats::default().originals(), 0);
+    /// ```
+    #[must_use]
+    pub fn originals(&self) -> u64 {
+        self.originals.load(Ordering::Relaxed)
+    }
+
+    /// Retries granted.
+    ///
+    /// ```
+    /// use shed_core::retry::RetryStats;
+    ///
+    /// assert_eq!(RetryStats::default().retries(), 0);
+    /// ```
+    #[must_use]
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    /// Failed attempts not retried for `reason` ([`Reason::Ok`] is not a
+    /// denial and always reads zero).
+    ///
+    /// ```
+    /// use shed_core::retry::{Reason, RetryStats};
+    ///
+    /// assert_eq!(RetryStats::default().denials(Reason::Ok), 0);
+    /// ```
+    #[must_use]
+    pub fn denials(&self, reason: Reason) -> u64 {
+        self.denials[reason.index()].load(Ordering::Relaxed)
+    }
+
+    /// Every failed attempt not retried, whatever the reason.
+    ///
+    /// ```
+    /// use shed_core::retry::RetryStats;
+    ///
+    /// assert_eq!(RetryStats::default().total_denials(), 0);
+    /// ```
+    #[must_use]
+    pub fn total_denials(&self) -> u64 {
+        Reason::ALL.iter().map(|&reason| self.denials(reason)).sum()
+    }
+
+    pub(crate) fn record_original(&self) {
+        self.originals.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_retry(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_denial(&self, reason: Reason) {
+        if reason != Reason::Ok {
+            self.denials[reason.index()].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
