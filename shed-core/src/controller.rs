@@ -140,11 +140,13 @@ impl Controller {
 
         let level = self.level();
         let overloaded = min_sojourn != NO_SAMPLE && min_sojourn > config.target_sojourn;
-        let next = if overloaded {
+        // Idleness wins: after so long without a single event, any sojourn
+        // measured is from before the silence and says nothing about now.
+        let next = if elapsed >= config.interval.saturating_mul(IDLE_INTERVALS_TO_RESET) {
+            Level::NONE
+        } else if overloaded {
             self.healthy_streak.store(0, Ordering::Relaxed);
             shed_more(level, &passed, config.shed_share)
-        } else if elapsed >= config.interval.saturating_mul(IDLE_INTERVALS_TO_RESET) {
-            Level::NONE
         } else {
             let streak = self.healthy_streak.fetch_add(1, Ordering::Relaxed);
             let step = config.recovery_step << streak.min(MAX_RECOVERY_DOUBLINGS);

@@ -240,6 +240,8 @@ impl Engine {
         self.slots.set_limit(limit);
         let now = self.now();
         let mut queues = self.queues.lock();
+        // As in `give_back`: a waiter the level now sheds is refused, not served.
+        self.drain_shed(&mut queues);
         while self.slots.take_below_limit() {
             if !self.grant_next(&mut queues, now) {
                 self.slots.give_back_locked();

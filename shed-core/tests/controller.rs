@@ -1,0 +1,230 @@
+//! The controller: queue sojourn time in, admission level out. Overloaded
+//! intervals raise the level by a small share of the work; healthy ones give
+//! it back in growing steps; whoever crosses the interval boundary updates it.
+
+mod common;
+
+use std::collections::VecDeque;
+
+use common::{build, ms, queued, ready};
+use shed_core::{
+    Admission, Arrival, Builder, Class, Cohort, Level, ManualClock, Permit, Rank, RejectReason,
+    Shedder, Waiter,
+};
+
+const BATCH: Rank = Rank::new(Class::Batch, false);
+
+fn batch() -> Arrival {
+    // The last cohort: the small share shed from batch never reaches it.
+    Arrival::new(Class::Batch).with_cohort(Cohort::MAX)
+}
+
+/// One slot, twenty batch requests queued at 0 ms behind the one being
+/// served, each served for 10 ms: every request that gets a slot has waited
+/// at least 10 ms, twice the default target.
+struct StandingQueue {
+    shedder: Shedder,
+    clock: ManualClock,
+    held: Option<Permit>,
+    waiting: VecDeque<Waiter>,
+}
+
+impl StandingQueue {
+    fn new(builder: Builder) -> StandingQueue {
+        let (shedder, clock) = build(builder.limit(1));
+        let held = Some(shedder.try_admit(&batch()).unwrap());
+        let waiting = (0..20).map(|_| queued(shedder.admit(&batch()))).collect();
+        StandingQueue {
+            shedder,
+            clock,
+            held,
+            waiting,
+        }
+    }
+
+    /// After 10 ms the request being served finishes and the next one starts.
+    fn serve_one(&mut self) {
+        self.clock.advance(ms(10));
+        drop(self.held.take());
+        let mut next = self.waiting.pop_front().expect("a waiter");
+        self.held = Some(ready(&mut next).unwrap());
+    }
+
+    /// Serves for one whole 100 ms interval; the last completion closes it.
+    fn serve_one_interval(&mut self) {
+        for _ in 0..10 {
+            self.serve_one();
+        }
+    }
+
+    /// Everyone leaves: waiters cancel, the request being served finishes.
+    fn clear(&mut self) {
+        self.waiting.clear();
+        drop(self.held.take());
+    }
+
+    /// Some request or completion happens now.
+    fn any_event(&self) {
+        drop(self.shedder.try_admit(&Arrival::new(Class::Critical)));
+    }
+}
+
+#[test]
+fn a_standing_queue_raises_the_level_into_the_overloaded_rank_by_a_small_share() {
+    let mut queue = StandingQueue::new(Shedder::builder());
+    assert_eq!(queue.shedder.level(), Level::NONE);
+    queue.serve_one_interval();
+    let (rank, cohorts) = queue.shedder.level().boundary();
+    assert_eq!(rank, BATCH, "only batch came in, so only batch is cut into");
+    assert!(
+        cohorts > 0 && cohorts <= 16,
+        "{cohorts} of 128 batch cohorts shed at once"
+    );
+}
+
+#[test]
+fn short_waits_below_the_target_do_not_raise_the_level() {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let mut held = shedder.try_admit(&batch()).unwrap();
+    for _ in 0..100 {
+        // Always somebody waiting, but never for more than 4 ms.
+        let mut next = queued(shedder.admit(&batch()));
+        clock.advance(ms(4));
+        drop(held);
+        held = ready(&mut next).unwrap();
+    }
+    assert_eq!(shedder.level(), Level::NONE);
+    assert_eq!(shedder.stats().recent_sojourn, Some(ms(4)));
+}
+
+#[test]
+fn the_level_changes_only_when_a_request_or_completion_crosses_the_interval_boundary() {
+    let mut queue = StandingQueue::new(Shedder::builder());
+    for _ in 0..9 {
+        queue.serve_one();
+    }
+    queue.clock.advance(ms(10)); // the interval is over, but nothing happened yet
+    assert_eq!(queue.shedder.level(), Level::NONE);
+    assert_eq!(queue.shedder.stats().level, Level::NONE);
+    queue.any_event();
+    assert!(queue.shedder.level() > Level::NONE);
+}
+
+#[test]
+fn completions_can_close_an_interval_early() {
+    let mut queue = StandingQueue::new(Shedder::builder().interval_completions(3));
+    queue.serve_one();
+    queue.serve_one();
+    assert_eq!(queue.shedder.level(), Level::NONE);
+    queue.serve_one(); // the third completion, at 30 ms of a 100 ms interval
+    assert!(queue.shedder.level() > Level::NONE);
+}
+
+#[test]
+fn an_overloaded_interval_with_no_new_arrivals_keeps_the_level() {
+    let mut queue = StandingQueue::new(Shedder::builder());
+    queue.serve_one_interval();
+    let raised = queue.shedder.level();
+    // The queue still drains what it holds: still overloaded, nothing new to shed.
+    queue.serve_one_interval();
+    assert_eq!(queue.shedder.level(), raised);
+}
+
+#[test]
+fn healthy_intervals_lower_the_level_in_growing_steps() {
+    let mut queue = StandingQueue::new(Shedder::builder().recovery_step(8));
+    queue.serve_one_interval();
+    queue.clear();
+    let mut levels = vec![queue.shedder.level().get()];
+    for _ in 0..3 {
+        queue.clock.advance(ms(100));
+        queue.any_event();
+        levels.push(queue.shedder.level().get());
+    }
+    let steps: Vec<u16> = levels.windows(2).map(|w| w[0] - w[1]).collect();
+    assert_eq!(steps, [8, 16, 32], "levels {levels:?}");
+}
+
+#[test]
+fn a_long_idle_period_resets_the_level() {
+    let mut queue = StandingQueue::new(Shedder::builder());
+    queue.serve_one_interval();
+    queue.clear();
+    assert!(queue.shedder.level() > Level::NONE);
+    queue.clock.advance(ms(1_600)); // sixteen intervals without a single event
+    queue.any_event();
+    assert_eq!(queue.shedder.level(), Level::NONE);
+}
+
+#[test]
+fn a_long_idle_period_resets_the_level_even_when_it_followed_an_overloaded_interval() {
+    let mut queue = StandingQueue::new(Shedder::builder());
+    queue.serve_one_interval();
+    queue.serve_one(); // the new interval already saw a long wait...
+    queue.clear(); // ...then the traffic stopped
+    assert!(queue.shedder.level() > Level::NONE);
+    queue.clock.advance(ms(10_000));
+    queue.any_event();
+    assert_eq!(queue.shedder.level(), Level::NONE);
+    let first_back = queue
+        .shedder
+        .admit(&Arrival::new(Class::Background).with_attempt(2));
+    assert!(matches!(first_back, Admission::Admitted(_)));
+}
+
+#[test]
+fn a_request_at_a_shed_rank_is_refused_at_the_door_with_a_retry_after() {
+    let mut queue = StandingQueue::new(Shedder::builder());
+    queue.serve_one_interval();
+    let arrival = Arrival::new(Class::Background);
+    let Admission::Rejected(refused) = queue.shedder.admit(&arrival) else {
+        panic!("background is below the level");
+    };
+    assert_eq!(refused.reason(), RejectReason::Shed);
+    assert!(refused.retry_after().is_some());
+    assert_eq!(queue.shedder.stats().class(Class::Background).shed, 1);
+    // Critical originals above the level still get in line.
+    let critical = queue.shedder.admit(&Arrival::new(Class::Critical));
+    assert!(matches!(critical, Admission::Queued(_)));
+}
+
+#[test]
+fn waiters_at_a_rank_the_level_now_sheds_are_dropped_with_shed_while_queued() {
+    let mut queue = StandingQueue::new(Shedder::builder());
+    let mut background = queued(queue.shedder.admit(&Arrival::new(Class::Background)));
+    queue.serve_one_interval();
+    assert!(queue.shedder.level().sheds(background.rank(), Cohort::MAX));
+    queue.serve_one(); // the next hand-off clears shed ranks from the queues
+    let refused = ready(&mut background).unwrap_err();
+    assert_eq!(refused.reason(), RejectReason::ShedWhileQueued);
+    assert!(refused.retry_after().is_some());
+    let stats = queue.shedder.stats();
+    assert_eq!(stats.queued[background.rank().index()], 0);
+    assert_eq!(stats.class(Class::Background).dropped_from_queue, 1);
+}
+
+#[test]
+fn raising_the_limit_does_not_serve_a_waiter_whose_rank_is_now_shed() {
+    let mut queue = StandingQueue::new(Shedder::builder());
+    let mut background = queued(queue.shedder.admit(&Arrival::new(Class::Background)));
+    queue.serve_one_interval();
+    assert!(queue.shedder.level().sheds(background.rank(), Cohort::MAX));
+    queue.waiting.clear(); // the batch waiters give up; only the shed one is left
+    queue.shedder.set_limit(2).unwrap();
+    let refused = ready(&mut background).unwrap_err();
+    assert_eq!(refused.reason(), RejectReason::ShedWhileQueued);
+    assert_eq!(queue.shedder.in_flight(), 1);
+}
+
+#[test]
+fn stats_report_the_recent_sojourn_and_the_drain_rate() {
+    let mut queue = StandingQueue::new(Shedder::builder());
+    assert_eq!(queue.shedder.stats().recent_sojourn, None);
+    assert_eq!(queue.shedder.stats().drain_rate, None);
+    queue.serve_one_interval();
+    let stats = queue.shedder.stats();
+    // The shortest wait was the first waiter's 10 ms; one slot, 10 ms each.
+    assert_eq!(stats.recent_sojourn, Some(ms(10)));
+    assert_eq!(stats.drain_rate, Some(100.0));
+    assert_eq!(stats.level, queue.shedder.level());
+}

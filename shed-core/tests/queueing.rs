@@ -1,0 +1,217 @@
+//! Waiting for a slot: FIFO within a rank, the most important waiter first
+//! across ranks, bounded queues, and a limit that can change under load.
+
+mod common;
+
+use common::{admitted, assert_pending, build, original, queued, ready, rejected, retry};
+use shed_core::{Admission, Arrival, Class, RejectReason, Shedder, Waiter};
+
+/// Polls every waiter once: exactly one must have been handed the slot.
+/// Its permit is dropped after the round, handing the slot on. Returns its index.
+fn served_next(waiters: &mut [Option<Waiter>]) -> usize {
+    let mut served = None;
+    for (index, slot) in waiters.iter_mut().enumerate() {
+        if let Some(waiter) = slot {
+            if let std::task::Poll::Ready(verdict) = common::poll_once(waiter) {
+                assert!(served.is_none(), "two waiters got one slot");
+                served = Some((index, verdict.expect("served, not refused")));
+                *slot = None;
+            }
+        }
+    }
+    let (index, permit) = served.expect("a waiter was served");
+    drop(permit);
+    index
+}
+
+#[test]
+fn waiters_of_one_rank_are_served_first_in_first_out() {
+    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+    let mut waiters: Vec<Option<Waiter>> = (0..5)
+        .map(|_| Some(queued(shedder.admit(&Arrival::new(Class::Batch)))))
+        .collect();
+    for waiter in waiters.iter_mut().flatten() {
+        assert_pending(waiter);
+    }
+    drop(held);
+    // Each served waiter drops its permit at once, handing the slot on.
+    let order: Vec<usize> = (0..5).map(|_| served_next(&mut waiters)).collect();
+    assert_eq!(order, [0, 1, 2, 3, 4]);
+    assert_eq!(shedder.in_flight(), 0);
+}
+
+#[test]
+fn the_most_important_waiter_is_served_first_across_ranks() {
+    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    // Arrive least important last, most important in the middle.
+    let ranks = [
+        original(Class::Batch),
+        retry(Class::Critical),
+        retry(Class::Background),
+        original(Class::Critical),
+        original(Class::Background),
+        original(Class::Interactive),
+        retry(Class::Interactive),
+        retry(Class::Batch),
+    ];
+    let mut waiters: Vec<Option<Waiter>> = ranks
+        .iter()
+        .map(|rank| Some(queued(shedder.admit(&common::arrival_at(*rank)))))
+        .collect();
+    drop(held);
+    let served: Vec<_> = (0..ranks.len())
+        .map(|_| ranks[served_next(&mut waiters)])
+        .collect();
+    let mut expected = ranks.to_vec();
+    expected.sort_by(|a, b| b.cmp(a)); // last shed is served first
+    assert_eq!(served, expected);
+}
+
+#[test]
+fn an_arrival_does_not_take_a_freed_slot_from_a_waiter() {
+    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+    let mut waiter = queued(shedder.admit(&Arrival::new(Class::Background)));
+    drop(held);
+    // Even a critical arrival finds the slot already handed to the waiter.
+    let late = shedder.try_admit(&Arrival::new(Class::Critical));
+    assert_eq!(late.unwrap_err().reason(), RejectReason::QueueFull);
+    let _served = ready(&mut waiter).expect("the waiter kept its slot");
+}
+
+#[test]
+fn a_full_queue_refuses_with_queue_full_and_a_retry_after() {
+    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(2));
+    let _held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+    let _a = queued(shedder.admit(&Arrival::new(Class::Batch)));
+    let _b = queued(shedder.admit(&Arrival::new(Class::Batch)));
+    let refused = rejected(shedder.admit(&Arrival::new(Class::Batch)));
+    assert_eq!(refused.reason(), RejectReason::QueueFull);
+    assert!(refused.retry_after().is_some());
+    assert_eq!(shedder.stats().class(Class::Batch).queue_full, 1);
+}
+
+#[test]
+fn each_rank_has_its_own_bounded_queue() {
+    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(1));
+    let _held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+    let _batch = queued(shedder.admit(&Arrival::new(Class::Batch)));
+    let _critical = queued(shedder.admit(&Arrival::new(Class::Critical)));
+    let _batch_retry = queued(shedder.admit(&Arrival::new(Class::Batch).with_attempt(2)));
+    let stats = shedder.stats();
+    assert_eq!(stats.queued[original(Class::Batch).index()], 1);
+    assert_eq!(stats.queued[original(Class::Critical).index()], 1);
+    assert_eq!(stats.queued[retry(Class::Batch).index()], 1);
+    assert_eq!(stats.queue_len(), 3);
+    assert_eq!(shedder.queue_len(original(Class::Critical)), 1);
+}
+
+#[test]
+fn a_zero_capacity_queue_refuses_at_once_instead_of_waiting() {
+    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(0));
+    let _held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    let refused = rejected(shedder.admit(&Arrival::new(Class::Critical)));
+    assert_eq!(refused.reason(), RejectReason::QueueFull);
+    assert_eq!(shedder.stats().queue_len(), 0);
+}
+
+#[test]
+fn try_admit_refuses_instead_of_queueing() {
+    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let _held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+    let refused = shedder
+        .try_admit(&Arrival::new(Class::Critical))
+        .unwrap_err();
+    assert_eq!(refused.reason(), RejectReason::QueueFull);
+    assert_eq!(shedder.stats().queue_len(), 0);
+}
+
+#[test]
+fn an_admission_can_be_awaited_until_a_slot_frees() {
+    use std::future::IntoFuture;
+    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+    let mut admit = shedder.admit(&Arrival::new(Class::Batch)).into_future();
+    assert_pending(&mut admit);
+    drop(held);
+    let permit = ready(&mut admit).unwrap();
+    assert_eq!(shedder.in_flight(), 1);
+    drop(permit);
+    let mut at_once = shedder.admit(&Arrival::new(Class::Batch)).into_future();
+    assert!(ready(&mut at_once).is_ok());
+}
+
+#[test]
+fn raising_the_limit_hands_the_new_slots_to_waiters_most_important_first() {
+    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let _held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+    let mut background = queued(shedder.admit(&Arrival::new(Class::Background)));
+    let mut interactive = queued(shedder.admit(&Arrival::new(Class::Interactive)));
+    let mut critical = queued(shedder.admit(&Arrival::new(Class::Critical)));
+
+    shedder.set_limit(3).unwrap();
+
+    assert_eq!(shedder.limit(), 3);
+    assert_eq!(shedder.in_flight(), 3);
+    let _critical = ready(&mut critical).expect("a new slot");
+    let _interactive = ready(&mut interactive).expect("a new slot");
+    assert_pending(&mut background);
+    assert_eq!(shedder.stats().queue_len(), 1);
+}
+
+#[test]
+fn raising_the_limit_with_nobody_waiting_frees_slots_for_arrivals() {
+    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let _held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+    shedder.set_limit(2).unwrap();
+    assert_eq!(shedder.in_flight(), 1);
+    assert!(shedder.try_admit(&Arrival::new(Class::Batch)).is_ok());
+}
+
+#[test]
+fn lowering_the_limit_lets_the_excess_drain_before_waiters_are_served() {
+    let (shedder, _clock) = build(Shedder::builder().limit(3));
+    let permits: Vec<_> = (0..3)
+        .map(|_| admitted(shedder.admit(&Arrival::new(Class::Batch))))
+        .collect();
+    shedder.set_limit(1).unwrap();
+    let mut waiter = queued(shedder.admit(&Arrival::new(Class::Critical)));
+    let mut permits = permits.into_iter();
+
+    drop(permits.next());
+    assert_eq!(shedder.in_flight(), 2);
+    assert_pending(&mut waiter);
+    drop(permits.next());
+    assert_eq!(shedder.in_flight(), 1);
+    assert_pending(&mut waiter);
+    drop(permits.next());
+    let _served = ready(&mut waiter).expect("served once the excess drained");
+    assert_eq!(shedder.in_flight(), 1);
+}
+
+#[test]
+fn an_invalid_new_limit_is_refused_and_the_old_one_kept() {
+    let (shedder, _clock) = build(Shedder::builder().limit(4));
+    let error = shedder.set_limit(0).unwrap_err();
+    assert_eq!(error.setting(), "limit");
+    assert_eq!(shedder.limit(), 4);
+}
+
+#[test]
+fn admitted_and_queued_requests_are_counted_per_class() {
+    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+    let mut waiter = queued(shedder.admit(&Arrival::new(Class::Interactive)));
+    drop(held);
+    let _served = ready(&mut waiter).unwrap();
+    let stats = shedder.stats();
+    assert_eq!(stats.class(Class::Batch).admitted, 1);
+    assert_eq!(stats.class(Class::Interactive).queued, 1);
+    assert_eq!(stats.class(Class::Interactive).admitted, 1);
+    assert!(matches!(
+        shedder.admit(&Arrival::new(Class::Critical)),
+        Admission::Queued(_)
+    ));
+}
