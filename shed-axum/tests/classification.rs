@@ -81,10 +81,22 @@ async fn deadline_headers_yield_the_shortest_valid_timeout_and_ignore_malformed_
         ("grpc micros", &[("grpc-timeout", b"500000u")], Some(500)),
         ("grpc nanos", &[("grpc-timeout", b"99999999n")], Some(99)),
         ("grpc minutes", &[("grpc-timeout", b"1M")], Some(60_000)),
-        ("grpc hours, clamped", &[("grpc-timeout", b"1H")], Some(60_000)),
-        ("grpc 8 digits of hours, clamped", &[("grpc-timeout", b"99999999H")], Some(60_000)),
+        (
+            "grpc hours, clamped",
+            &[("grpc-timeout", b"1H")],
+            Some(60_000),
+        ),
+        (
+            "grpc 8 digits of hours, clamped",
+            &[("grpc-timeout", b"99999999H")],
+            Some(60_000),
+        ),
         ("connect", &[("connect-timeout-ms", b"800")], Some(800)),
-        ("envoy", &[("x-envoy-expected-rq-timeout-ms", b"300")], Some(300)),
+        (
+            "envoy",
+            &[("x-envoy-expected-rq-timeout-ms", b"300")],
+            Some(300),
+        ),
         (
             "the shortest of all three",
             &[
@@ -104,13 +116,29 @@ async fn deadline_headers_yield_the_shortest_valid_timeout_and_ignore_malformed_
         ("grpc plus sign", &[("grpc-timeout", b"+5m")], None),
         ("grpc inner space", &[("grpc-timeout", b"5 m")], None),
         ("grpc non-ASCII", &[("grpc-timeout", b"5\xffm")], None),
-        ("grpc overflowing digits", &[("grpc-timeout", b"99999999999999999999999S")], None),
+        (
+            "grpc overflowing digits",
+            &[("grpc-timeout", b"99999999999999999999999S")],
+            None,
+        ),
         ("connect negative", &[("connect-timeout-ms", b"-1")], None),
         ("connect fraction", &[("connect-timeout-ms", b"1.5")], None),
         ("connect exponent", &[("connect-timeout-ms", b"1e3")], None),
-        ("connect eleven digits", &[("connect-timeout-ms", b"12345678901")], None),
-        ("connect overflow", &[("connect-timeout-ms", b"99999999999999999999999")], None),
-        ("connect non-ASCII", &[("connect-timeout-ms", "５００".as_bytes())], None),
+        (
+            "connect eleven digits",
+            &[("connect-timeout-ms", b"12345678901")],
+            None,
+        ),
+        (
+            "connect overflow",
+            &[("connect-timeout-ms", b"99999999999999999999999")],
+            None,
+        ),
+        (
+            "connect non-ASCII",
+            &[("connect-timeout-ms", "５００".as_bytes())],
+            None,
+        ),
         (
             "duplicate grpc-timeout",
             &[("grpc-timeout", b"1S"), ("grpc-timeout", b"2S")],
@@ -146,15 +174,39 @@ async fn retry_markers_yield_the_highest_valid_attempt_and_ignore_malformed_ones
         ("no marker", &[], 1),
         ("shed original", &[("shed-attempt", b"1")], 1),
         ("shed retry", &[("shed-attempt", b"2")], 2),
-        ("shed zero counts as an original", &[("shed-attempt", b"0")], 1),
-        ("shed nine digits", &[("shed-attempt", b"999999999")], 999_999_999),
-        ("grpc previous attempts", &[("grpc-previous-rpc-attempts", b"1")], 2),
-        ("grpc no previous attempts", &[("grpc-previous-rpc-attempts", b"0")], 1),
+        (
+            "shed zero counts as an original",
+            &[("shed-attempt", b"0")],
+            1,
+        ),
+        (
+            "shed nine digits",
+            &[("shed-attempt", b"999999999")],
+            999_999_999,
+        ),
+        (
+            "grpc previous attempts",
+            &[("grpc-previous-rpc-attempts", b"1")],
+            2,
+        ),
+        (
+            "grpc no previous attempts",
+            &[("grpc-previous-rpc-attempts", b"0")],
+            1,
+        ),
         ("envoy first", &[("x-envoy-attempt-count", b"1")], 1),
         ("envoy third", &[("x-envoy-attempt-count", b"3")], 3),
         ("amz retry", &[("amz-sdk-request", b"attempt=2; max=3")], 2),
-        ("amz original", &[("amz-sdk-request", b"attempt=1; max=3")], 1),
-        ("stainless retry count", &[("x-stainless-retry-count", b"2")], 3),
+        (
+            "amz original",
+            &[("amz-sdk-request", b"attempt=1; max=3")],
+            1,
+        ),
+        (
+            "stainless retry count",
+            &[("x-stainless-retry-count", b"2")],
+            3,
+        ),
         ("stainless none", &[("x-stainless-retry-count", b"0")], 1),
         (
             "the highest marker wins",
@@ -166,7 +218,11 @@ async fn retry_markers_yield_the_highest_valid_attempt_and_ignore_malformed_ones
         ("shed negative", &[("shed-attempt", b"-2")], 1),
         ("shed ten digits", &[("shed-attempt", b"1234567890")], 1),
         ("shed u32 overflow", &[("shed-attempt", b"4294967296")], 1),
-        ("shed huge", &[("shed-attempt", b"99999999999999999999999")], 1),
+        (
+            "shed huge",
+            &[("shed-attempt", b"99999999999999999999999")],
+            1,
+        ),
         ("shed non-ASCII", &[("shed-attempt", b"2\xe9")], 1),
         ("shed padded", &[("shed-attempt", b" 2")], 1),
         (
@@ -175,7 +231,11 @@ async fn retry_markers_yield_the_highest_valid_attempt_and_ignore_malformed_ones
             1,
         ),
         ("amz word", &[("amz-sdk-request", b"attempt=two")], 1),
-        ("amz repeated pair", &[("amz-sdk-request", b"attempt=1; attempt=9")], 1),
+        (
+            "amz repeated pair",
+            &[("amz-sdk-request", b"attempt=1; attempt=9")],
+            1,
+        ),
         ("amz no attempt", &[("amz-sdk-request", b"max=3")], 1),
         ("envoy negative", &[("x-envoy-attempt-count", b"-3")], 1),
         (
@@ -197,11 +257,23 @@ async fn the_caller_class_header_is_read_strictly() {
     let cases: &[(&str, &[(&'static str, &[u8])], Class)] = &[
         ("no header keeps the layer's class", &[], Class::Interactive),
         ("lower: batch", &[("x-shed-class", b"batch")], Class::Batch),
-        ("any case", &[("x-shed-class", b"BACKGROUND")], Class::Background),
+        (
+            "any case",
+            &[("x-shed-class", b"BACKGROUND")],
+            Class::Background,
+        ),
         ("padded", &[("x-shed-class", b" batch ")], Class::Batch),
-        ("unknown name", &[("x-shed-class", b"urgent")], Class::Interactive),
+        (
+            "unknown name",
+            &[("x-shed-class", b"urgent")],
+            Class::Interactive,
+        ),
         ("empty", &[("x-shed-class", b"")], Class::Interactive),
-        ("non-ASCII", &[("x-shed-class", b"b\xe4tch")], Class::Interactive),
+        (
+            "non-ASCII",
+            &[("x-shed-class", b"b\xe4tch")],
+            Class::Interactive,
+        ),
         (
             "duplicate",
             &[("x-shed-class", b"batch"), ("x-shed-class", b"background")],
@@ -300,5 +372,7 @@ async fn a_retry_is_ranked_below_every_original() {
     let seen = seen(&layer, &[("shed-attempt", b"2")]).await;
     assert_eq!(seen.class, Class::Critical);
     assert_eq!(seen.attempt, 2);
-    assert!(shed_core::Rank::of(seen.class, seen.attempt) < shed_core::Rank::of(Class::Background, 1));
+    assert!(
+        shed_core::Rank::of(seen.class, seen.attempt) < shed_core::Rank::of(Class::Background, 1)
+    );
 }

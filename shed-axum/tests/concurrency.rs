@@ -125,7 +125,8 @@ async fn a_limit_of_n_is_shared_by_routes_layered_one_by_one() {
         .route("/search", gate.route().layer(layer.clone()))
         .route(
             "/export",
-            gate.route().layer(ShedLayer::new(shedder.clone()).class(Class::Batch)),
+            gate.route()
+                .layer(ShedLayer::new(shedder.clone()).class(Class::Batch)),
         )
         .route("/other", gate.route().layer(layer));
 

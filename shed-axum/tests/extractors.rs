@@ -60,10 +60,16 @@ async fn answer(app: Router, request: http::Request<axum::body::Body>) -> (Statu
 
 #[tokio::test(start_paused = true)]
 async fn admitted_hands_the_handler_its_class_attempt_and_deadline() {
-    let request = get_with("/admitted", &[("shed-attempt", "2"), ("grpc-timeout", "1S")]);
+    let request = get_with(
+        "/admitted",
+        &[("shed-attempt", "2"), ("grpc-timeout", "1S")],
+    );
     assert_eq!(
         answer(shed_app(), request).await,
-        (StatusCode::OK, "batch 2 retry=true deadline=true".to_owned())
+        (
+            StatusCode::OK,
+            "batch 2 retry=true deadline=true".to_owned()
+        )
     );
 }
 
@@ -155,7 +161,11 @@ fn propagate_writes_the_remaining_time_as_grpc_timeout_and_milliseconds() {
     let mut outgoing = HeaderMap::new();
     deadline.propagate(&mut outgoing);
 
-    let millis: u64 = outgoing["connect-timeout-ms"].to_str().unwrap().parse().unwrap();
+    let millis: u64 = outgoing["connect-timeout-ms"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(millis <= 30_000 && millis > 0);
     let grpc = outgoing["grpc-timeout"].to_str().unwrap();
     let (amount, unit) = grpc.split_at(grpc.len() - 1);
@@ -181,7 +191,11 @@ fn propagate_replaces_stale_deadline_headers() {
 
     assert_eq!(outgoing.get_all("grpc-timeout").iter().count(), 1);
     assert_ne!(outgoing["grpc-timeout"], "1H");
-    let millis: u64 = outgoing["connect-timeout-ms"].to_str().unwrap().parse().unwrap();
+    let millis: u64 = outgoing["connect-timeout-ms"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(millis <= 1_000);
 }
 
@@ -204,8 +218,7 @@ async fn the_stats_handler_serves_the_engines_state_as_json() {
         .build()
         .unwrap();
     let _busy = hold_slot(&shedder);
-    let app = Router::new()
-        .route("/stats", get(shed_axum::stats::handler(shedder.clone())));
+    let app = Router::new().route("/stats", get(shed_axum::stats::handler(shedder.clone())));
 
     let response = app.oneshot(get_request("/stats")).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);

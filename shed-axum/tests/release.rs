@@ -12,7 +12,9 @@ use axum::body::Body;
 use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
-use common::{get as get_request, get_with, hold_slot, json, settle, shedder, ChannelBody, DropFlag};
+use common::{
+    get as get_request, get_with, hold_slot, json, settle, shedder, ChannelBody, DropFlag,
+};
 use http::StatusCode;
 use http_body_util::BodyExt;
 use shed_axum::{ReleaseOn, ShedLayer};
@@ -180,7 +182,11 @@ async fn the_slot_is_held_until_a_streaming_body_ends() {
 
     drop(sender);
     assert!(body.frame().await.is_none());
-    assert_eq!(shedder.in_flight(), 0, "released at the end, before the body is dropped");
+    assert_eq!(
+        shedder.in_flight(),
+        0,
+        "released at the end, before the body is dropped"
+    );
     drop(body);
     assert_eq!(shedder.in_flight(), 0);
 }
@@ -234,7 +240,10 @@ async fn every_kind_of_ending_leaves_nothing_in_flight_or_queued() {
     let shedder = shedder(1);
     let app = Router::new()
         .route("/ok", get(|| async { "ok" }))
-        .route("/err", get(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "err") }))
+        .route(
+            "/err",
+            get(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "err") }),
+        )
         .route("/panic", get(panics))
         .route("/slow", get(|| std::future::pending::<()>()))
         .layer(ShedLayer::new(shedder.clone()))
@@ -244,8 +253,16 @@ async fn every_kind_of_ending_leaves_nothing_in_flight_or_queued() {
         ("/ok", &[][..], StatusCode::OK),
         ("/err", &[][..], StatusCode::INTERNAL_SERVER_ERROR),
         ("/panic", &[][..], StatusCode::INTERNAL_SERVER_ERROR),
-        ("/slow", &[("grpc-timeout", "50m")][..], StatusCode::GATEWAY_TIMEOUT),
-        ("/ok", &[("grpc-timeout", "0m")][..], StatusCode::GATEWAY_TIMEOUT),
+        (
+            "/slow",
+            &[("grpc-timeout", "50m")][..],
+            StatusCode::GATEWAY_TIMEOUT,
+        ),
+        (
+            "/ok",
+            &[("grpc-timeout", "0m")][..],
+            StatusCode::GATEWAY_TIMEOUT,
+        ),
     ] {
         let response = app.clone().oneshot(get_with(path, headers)).await.unwrap();
         assert_eq!(response.status(), expected, "{path}");
