@@ -67,6 +67,10 @@ async fn seen(layer: &ShedLayer, headers: &[(&'static str, &[u8])]) -> Seen {
     }
 }
 
+/// A row of a table: a label, the headers sent (repeats appended), the expected reading.
+type Case<'a, T> = (&'a str, Headers<'a>, T);
+type Headers<'a> = &'a [(&'static str, &'a [u8])];
+
 fn layer() -> ShedLayer {
     ShedLayer::new(shedder(64)).max_deadline(Duration::from_secs(60))
 }
@@ -74,7 +78,7 @@ fn layer() -> ShedLayer {
 #[tokio::test(start_paused = true)]
 async fn deadline_headers_yield_the_shortest_valid_timeout_and_ignore_malformed_ones() {
     let layer = layer();
-    let cases: &[(&str, &[(&'static str, &[u8])], Option<u128>)] = &[
+    let cases: &[Case<Option<u128>>] = &[
         ("no header", &[], None),
         ("grpc millis", &[("grpc-timeout", b"250m")], Some(250)),
         ("grpc seconds", &[("grpc-timeout", b"2S")], Some(2_000)),
@@ -170,7 +174,7 @@ async fn deadline_headers_yield_the_shortest_valid_timeout_and_ignore_malformed_
 #[tokio::test(start_paused = true)]
 async fn retry_markers_yield_the_highest_valid_attempt_and_ignore_malformed_ones() {
     let layer = layer();
-    let cases: &[(&str, &[(&'static str, &[u8])], u32)] = &[
+    let cases: &[Case<u32>] = &[
         ("no marker", &[], 1),
         ("shed original", &[("shed-attempt", b"1")], 1),
         ("shed retry", &[("shed-attempt", b"2")], 2),
@@ -254,7 +258,7 @@ async fn retry_markers_yield_the_highest_valid_attempt_and_ignore_malformed_ones
 #[tokio::test(start_paused = true)]
 async fn the_caller_class_header_is_read_strictly() {
     let layer = layer().caller_class_header(HeaderName::from_static("x-shed-class"));
-    let cases: &[(&str, &[(&'static str, &[u8])], Class)] = &[
+    let cases: &[Case<Class>] = &[
         ("no header keeps the layer's class", &[], Class::Interactive),
         ("lower: batch", &[("x-shed-class", b"batch")], Class::Batch),
         (

@@ -245,7 +245,7 @@ async fn every_kind_of_ending_leaves_nothing_in_flight_or_queued() {
             get(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "err") }),
         )
         .route("/panic", get(panics))
-        .route("/slow", get(|| std::future::pending::<()>()))
+        .route("/slow", get(std::future::pending::<()>))
         .layer(ShedLayer::new(shedder.clone()))
         .layer(CatchPanicLayer::new());
 
