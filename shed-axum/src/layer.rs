@@ -6,14 +6,15 @@
 //! use shed_core::{Class, Shedder};
 //!
 //! let shedder = Shedder::builder().limit(64).build()?;
-//! let app: Router = Router::new()
+//! // Route groups, each under its own layer of one shared engine: the batch
+//! // routes are judged as batch, and all of them count against one limit.
+//! let interactive = Router::new()
 //!     .route("/search", get(|| async { "results" }))
-//!     .route(
-//!         "/export",
-//!         // One engine, shared: the batch route is judged as batch.
-//!         get(|| async { "csv" }).layer(ShedLayer::new(shedder.clone()).class(Class::Batch)),
-//!     )
-//!     .layer(ShedLayer::new(shedder));
+//!     .route_layer(ShedLayer::new(shedder.clone()));
+//! let batch = Router::new()
+//!     .route("/export", get(|| async { "csv" }))
+//!     .route_layer(ShedLayer::new(shedder).class(Class::Batch));
+//! let app: Router = interactive.merge(batch);
 //! # Ok::<(), shed_core::ConfigError>(())
 //! ```
 
@@ -47,6 +48,12 @@ pub enum ReleaseOn {
 /// (axum calls [`Layer::layer`] again for each route) always enforces one
 /// limit. Two layers built from clones of one `Shedder` share it too: that is
 /// how routes get their own class.
+///
+/// Give each request exactly one layer per engine: put the layers side by
+/// side (per route, or per group of routes with `route_layer`), not one
+/// inside the other. Nested layers of one engine judge the request twice,
+/// the outer one first, and it holds two slots while it is served. To class
+/// routes under a single router-wide layer, use [`classify`](ShedLayer::classify).
 #[derive(Clone, Debug)]
 pub struct ShedLayer {
     pub(crate) shedder: Shedder,

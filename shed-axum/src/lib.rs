@@ -6,12 +6,14 @@
 //! use shed_core::{Class, Shedder};
 //!
 //! let shedder = Shedder::builder().limit(64).build()?;
+//! // One engine, one limit; each route is judged at its own class. Do not
+//! // also wrap the whole router: a request through two layers of one
+//! // engine would take two slots.
 //! let app: Router = Router::new()
-//!     .route("/", get(|| async { "hello" }))
+//!     .route("/", get(|| async { "hello" }).layer(ShedLayer::new(shedder.clone())))
 //!     .route("/report", get(|| async { "slow report" })
 //!         .layer(ShedLayer::new(shedder.clone()).class(Class::Batch)))
-//!     .layer(ShedLayer::new(shedder.clone()))
-//!     // Outside the layer: operators can always read the stats.
+//!     // Outside any shed layer: operators can always read the stats.
 //!     .route("/stats", get(shed_axum::stats::handler(shedder)));
 //! # Ok::<(), shed_core::ConfigError>(())
 //! ```

@@ -270,3 +270,48 @@ async fn a_freed_slot_goes_to_the_waiting_original_before_an_earlier_waiting_ret
     assert_eq!(retry.await.unwrap().unwrap().status(), 200);
     assert_eq!(*order.lock().unwrap(), vec![1, 2]);
 }
+
+/// A handler that answers with its class and the engine's in-flight count.
+fn reporting(shedder: &Shedder) -> axum::routing::MethodRouter {
+    let shedder = shedder.clone();
+    get(move |admitted: Admitted| {
+        let shedder = shedder.clone();
+        async move { format!("{} {}", admitted.class, shedder.in_flight()) }
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn route_groups_under_their_own_layers_take_one_slot_at_their_own_class() {
+    let shedder = patient_shedder(4);
+    let interactive = Router::new()
+        .route("/search", reporting(&shedder))
+        .route_layer(ShedLayer::new(shedder.clone()));
+    let batch = Router::new()
+        .route("/export", reporting(&shedder))
+        .route_layer(ShedLayer::new(shedder.clone()).class(Class::Batch));
+    let app = interactive.merge(batch);
+
+    let search = app.clone().oneshot(get_request("/search")).await.unwrap();
+    assert_eq!(text(search).await, "interactive 1");
+    let export = app.oneshot(get_request("/export")).await.unwrap();
+    assert_eq!(text(export).await, "batch 1");
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_router_wide_layer_can_class_routes_by_path() {
+    let shedder = patient_shedder(4);
+    let app = Router::new()
+        .route("/search", reporting(&shedder))
+        .route("/reports/daily", reporting(&shedder))
+        .layer(ShedLayer::new(shedder.clone()).classify(|head| {
+            head.uri
+                .path()
+                .starts_with("/reports/")
+                .then_some(Class::Batch)
+        }));
+
+    let search = app.clone().oneshot(get_request("/search")).await.unwrap();
+    assert_eq!(text(search).await, "interactive 1");
+    let report = app.oneshot(get_request("/reports/daily")).await.unwrap();
+    assert_eq!(text(report).await, "batch 1");
+}
