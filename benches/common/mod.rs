@@ -1,0 +1,145 @@
+//! Engine states shared by the criterion suites and the callgrind guard.
+//!
+//! Every state is reached through shed-core's public API only.
+#![allow(dead_code)] // each bench target uses a different subset
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use shed_core::{
+    Admission, Arrival, Class, Clock, Cohort, Level, ManualClock, Permit, RejectReason, Shedder,
+    Waiter,
+};
+
+/// A clock that pays for a real OS clock read (as [`shed_core::MonotonicClock`]
+/// does) but reports a manually driven time, so a state reached by advancing
+/// time (an admission level above zero) stays put while it is measured,
+/// without under-charging the clock read production makes.
+#[derive(Clone, Debug)]
+pub struct ChargedManualClock(pub ManualClock);
+
+impl Clock for ChargedManualClock {
+    fn now(&self) -> Instant {
+        std::hint::black_box(Instant::now());
+        self.0.now()
+    }
+}
+
+/// A waker that does nothing: the benches poll futures that are ready at once.
+struct Noop;
+
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+pub fn noop_waker() -> Waker {
+    Waker::from(Arc::new(Noop))
+}
+
+/// Polls `future` once and returns its output; panics if it is not ready.
+/// Every path measured here completes without waiting, and this proves it.
+pub fn ready<F: Future>(future: F, cx: &mut Context<'_>) -> F::Output {
+    match pin!(future).poll(cx) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the measured path was expected to complete without waiting"),
+    }
+}
+
+/// The arrival refused by the raised level: a background retry, which ranks
+/// first in the shed order.
+pub fn shed_arrival() -> Arrival {
+    Arrival::new(Class::Background)
+        .with_attempt(2)
+        .with_cohort(Cohort::MIN)
+}
+
+/// An engine whose admission level is above zero, reached the way production
+/// reaches it: limit 1 held, batch requests queued longer than the 5 ms target,
+/// then the 100 ms interval ends and the controller raises the level.
+///
+/// Returns the engine, and what must stay alive for the state to hold.
+pub fn overloaded() -> (Shedder, Overload) {
+    let clock = ManualClock::new();
+    let shedder = Shedder::builder()
+        .limit(1)
+        .clock(ChargedManualClock(clock.clone()))
+        .build()
+        .expect("valid config");
+    let batch = Arrival::new(Class::Batch);
+    let Admission::Admitted(held) = shedder.admit(&batch) else {
+        panic!("an idle engine admits");
+    };
+    let mut waiters: Vec<Waiter> = (0..4)
+        .map(|_| match shedder.admit(&batch) {
+            Admission::Queued(waiter) => waiter,
+            other => panic!("a busy engine queues, got {other:?}"),
+        })
+        .collect();
+    // The first waiter gets the slot after 10 ms in the queue: over the target.
+    clock.advance(Duration::from_millis(10));
+    drop(held);
+    let waker = noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    let granted = match pin!(waiters.remove(0)).poll(&mut cx) {
+        Poll::Ready(Ok(permit)) => permit,
+        other => panic!("the first waiter is granted the slot, got {other:?}"),
+    };
+    // The interval ends; the next door decision closes it and raises the level.
+    clock.advance(Duration::from_millis(100));
+    match shedder.admit(&shed_arrival()) {
+        Admission::Rejected(rejection) => assert_eq!(rejection.reason(), RejectReason::Shed),
+        other => panic!("the raised level sheds a background retry, got {other:?}"),
+    }
+    assert!(shedder.level() > Level::NONE);
+    // The granted permit stays held and the rest stay queued: the engine
+    // remains saturated with a queue, as under real overload.
+    (
+        shedder,
+        Overload {
+            _held: granted,
+            _waiters: waiters,
+        },
+    )
+}
+
+/// The slot and the queue that keep an engine overloaded while it is measured.
+pub struct Overload {
+    _held: Permit,
+    _waiters: Vec<Waiter>,
+}
+
+/// An engine with the production clock and room to spare.
+pub fn idle(limit: usize) -> Shedder {
+    Shedder::builder()
+        .limit(limit)
+        .build()
+        .expect("valid config")
+}
+
+/// An arrival whose deadline passed before it arrived.
+pub fn late_arrival(shedder: &Shedder) -> Arrival {
+    Arrival::new(Class::Interactive).with_deadline(shedder.now())
+}
+
+/// One admit and release on the fast path.
+#[inline]
+pub fn admit_release(shedder: &Shedder, arrival: &Arrival) {
+    match shedder.admit(arrival) {
+        Admission::Admitted(permit) => drop(std::hint::black_box(permit)),
+        other => panic!("the fast path admits, got {other:?}"),
+    }
+}
+
+/// One refusal.
+#[inline]
+pub fn refuse(shedder: &Shedder, arrival: &Arrival) {
+    match shedder.admit(arrival) {
+        Admission::Rejected(rejection) => {
+            std::hint::black_box(rejection);
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
