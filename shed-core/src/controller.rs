@@ -184,7 +184,9 @@ pub(crate) fn shed_more(level: Level, passed: &[u64; Rank::COUNT], share: f64) -
         // Nothing new came in: the queue is draining what it holds.
         return level;
     }
-    let mut to_shed = (share * total as f64).ceil().max(1.0);
+    // A fractional share: with little traffic, each step still moves at
+    // least one cohort, but never a whole rank for one request.
+    let mut to_shed = share * total as f64;
     let cohorts = u32::from(Cohort::COUNT);
     let mut position = u32::from(level.get());
     while position < u32::from(Level::MAX.get()) && to_shed > 0.0 {
@@ -226,6 +228,13 @@ mod tests {
         let passed = counts(&[(5, 1_280), (6, 1_280)]);
         let level = shed_more(Level::NONE, &passed, 0.025);
         assert_eq!(level, Level::new(5 * 128 + 7));
+    }
+
+    #[test]
+    fn a_single_request_sheds_a_few_cohorts_not_its_whole_rank() {
+        // 5% of one request is worth 6.4 cohorts of a rank of 1 request.
+        let passed = counts(&[(6, 1)]);
+        assert_eq!(shed_more(Level::NONE, &passed, 0.05), Level::new(6 * 128 + 7));
     }
 
     #[test]
