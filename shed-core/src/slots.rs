@@ -89,8 +89,13 @@ impl Slots {
     /// above `rank` waits.
     pub(crate) fn try_take(&self, rank: Rank) -> bool {
         let limit = self.limit();
+        self.take_while(|word| may_take(word, rank, limit))
+    }
+
+    /// Adds one slot in use, by compare-and-swap, for as long as `allowed` holds.
+    fn take_while(&self, allowed: impl Fn(u64) -> bool) -> bool {
         let mut word = self.word.load(Ordering::Acquire);
-        while may_take(word, rank, limit) {
+        while allowed(word) {
             match self.word.compare_exchange_weak(
                 word,
                 word + 1,
@@ -152,19 +157,7 @@ impl Slots {
     /// whoever else waits (used after raising the limit).
     pub(crate) fn take_below_limit(&self) -> bool {
         let limit = self.limit();
-        let mut word = self.word.load(Ordering::Acquire);
-        while in_flight(word) < limit {
-            match self.word.compare_exchange_weak(
-                word,
-                word + 1,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return true,
-                Err(actual) => word = actual,
-            }
-        }
-        false
+        self.take_while(|word| in_flight(word) < limit)
     }
 
     /// Under the queue lock: the rank's queue became empty.
