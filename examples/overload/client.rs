@@ -92,8 +92,10 @@ pub struct Attempt {
 pub struct LogicalRecord {
     /// The class (route) it called.
     pub class: Class,
-    /// When the first attempt was due, from the run's epoch.
+    /// When the first attempt was sent, from the run's epoch.
     pub start: Duration,
+    /// How late the generator sent it after its scheduled arrival.
+    pub lag: Duration,
     /// When the caller was done (success, or gave up), from the epoch.
     pub end: Duration,
     /// The attempts made, in order.
@@ -135,8 +137,9 @@ impl LabClient {
     }
 
     /// Makes one logical request: up to `max_attempts` attempts within the
-    /// deadline. `epoch` is the run's time origin for the record.
-    pub async fn call(&self, class: Class, epoch: Instant) -> LogicalRecord {
+    /// deadline. `epoch` is the run's time origin for the record and `due`
+    /// the arrival time the generator scheduled.
+    pub async fn call(&self, class: Class, epoch: Instant, due: Instant) -> LogicalRecord {
         let cfg = &self.config;
         let start = Instant::now();
         let deadline = start + cfg.deadline;
@@ -174,6 +177,7 @@ impl LabClient {
         LogicalRecord {
             class,
             start: start - epoch,
+            lag: start.saturating_duration_since(due),
             end: Instant::now() - epoch,
             attempts,
             success,

@@ -65,8 +65,8 @@ pub async fn generate(
                     break;
                 }
                 tokio::time::sleep_until(next.into()).await;
-                let client = client.clone();
-                calls.spawn(async move { client.call(class, epoch).await });
+                let (client, due) = (client.clone(), next);
+                calls.spawn(async move { client.call(class, epoch, due).await });
                 while let Some(done) = calls.try_join_next() {
                     records.extend(done.ok());
                 }

@@ -129,6 +129,19 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
+/// The generator's send lag behind the Poisson schedule, in ms: (p99, max).
+pub fn send_lag_ms<'a>(records: impl IntoIterator<Item = &'a LogicalRecord>) -> (f64, f64) {
+    let mut lags: Vec<f64> = records
+        .into_iter()
+        .map(|r| r.lag.as_secs_f64() * 1e3)
+        .collect();
+    lags.sort_by(f64::total_cmp);
+    (
+        percentile(&lags, 0.99),
+        lags.last().copied().unwrap_or(f64::NAN),
+    )
+}
+
 /// Nearest-rank percentile of sorted values; NaN when empty.
 fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {

@@ -43,7 +43,7 @@ pub fn line_chart(
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..(x_max * 1.02).max(1.0), 0.0..(y_max * 1.1).max(1.0))?;
+        .build_cartesian_2d(0.0..(x_max * 1.02).max(1.0), 0.0..(y_max * 1.3).max(1.0))?;
     chart
         .configure_mesh()
         .x_desc(x_label)

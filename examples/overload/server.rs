@@ -219,7 +219,7 @@ impl DownstreamStats {
     }
 
     /// The stats as the JSON served at `/stats`.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub fn to_json(self) -> serde_json::Value {
         let class = |c: &ClassStats| {
             serde_json::json!({
                 "submitted": c.submitted,
