@@ -319,20 +319,21 @@ fn offered(t: &Trial, s: &Summary, w: Window) -> String {
     )
 }
 
-/// How late the generator sent requests behind their Poisson schedule; at
-/// most 10 ms at the 99th percentile counts as keeping up. (The offered
+/// How late the generator sent requests behind their Poisson schedule. It
+/// kept up when no send was 100 ms late: then no backlog built up and the
+/// offered rate over any 1 s window is off by at most a tenth. (The offered
 /// column compares the realized Poisson count with its mean, which also
 /// varies by chance.)
 fn generator_check(table: &mut Table, trials: &[Trial]) {
     let (p99, max) = metrics::send_lag_ms(trials.iter().flat_map(|t| &t.records));
     if p99.is_finite() {
-        let state = if p99 <= 10.0 {
+        let state = if max < 100.0 {
             "kept up"
         } else {
             "FELL BEHIND"
         };
         table.note(format!(
-            "generator {state}: send lag behind the arrival schedule p99 {p99:.1} ms, max {max:.1} ms"
+            "generator {state} (no send 100 ms late): send lag behind the arrival schedule p99 {p99:.1} ms, max {max:.1} ms"
         ));
     }
 }
