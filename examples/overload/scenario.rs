@@ -325,16 +325,23 @@ fn offered(t: &Trial, s: &Summary, w: Window) -> String {
 /// column compares the realized Poisson count with its mean, which also
 /// varies by chance.)
 fn generator_check(table: &mut Table, trials: &[Trial]) {
-    let (p99, max) = metrics::send_lag_ms(trials.iter().flat_map(|t| &t.records));
-    if p99.is_finite() {
-        let state = if max < 100.0 {
-            "kept up"
-        } else {
-            "FELL BEHIND"
-        };
-        table.note(format!(
-            "generator {state} (no send 100 ms late): send lag behind the arrival schedule p99 {p99:.1} ms, max {max:.1} ms"
-        ));
+    for policy in Policy::ALL {
+        let records = trials
+            .iter()
+            .filter(|t| t.policy == policy)
+            .flat_map(|t| &t.records);
+        let (p99, max) = metrics::send_lag_ms(records);
+        if p99.is_finite() {
+            let state = if max < 100.0 {
+                "kept up"
+            } else {
+                "FELL BEHIND"
+            };
+            table.note(format!(
+                "{policy}: generator {state} (no send 100 ms late): send lag behind the arrival schedule \
+                 p99 {p99:.1} ms, max {max:.1} ms"
+            ));
+        }
     }
 }
 
