@@ -1,0 +1,242 @@
+//! One logical request as a real HTTP client makes it: attempts with a
+//! timeout, retries with exponential backoff and full jitter, a deadline sent
+//! in `grpc-timeout`, and the attempt number in `shed-attempt`.
+
+use std::{
+    net::SocketAddr,
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use http::{header::RETRY_AFTER, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::{
+    client::legacy::{connect::HttpConnector, Client},
+    rt::TokioExecutor,
+};
+use shed::core::wire::{ATTEMPT_HEADER, GRPC_TIMEOUT_HEADER};
+
+use crate::class::Class;
+
+/// An attempt is not started with less time than this left.
+const MIN_ATTEMPT_WINDOW: Duration = Duration::from_millis(5);
+
+/// How callers behave.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientConfig {
+    /// Time from the first send within which an answer is useful.
+    pub deadline: Duration,
+    /// Timeout of one attempt (capped by what is left of the deadline).
+    pub attempt_timeout: Duration,
+    /// Attempts per logical request, the original included.
+    pub max_attempts: u32,
+    /// Backoff before retry k is uniform in [0, min(cap, base * 2^(k-1))).
+    pub backoff_base: Duration,
+    /// Upper bound of the backoff window.
+    pub backoff_cap: Duration,
+    /// Wait at least the server's `Retry-After` before retrying (used with
+    /// the shed policy, which computes it).
+    pub honour_retry_after: bool,
+}
+
+/// What became of one attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptResult {
+    /// A 2xx answer.
+    Success,
+    /// Any other status.
+    Status(u16),
+    /// No complete answer within the attempt timeout.
+    Timeout,
+    /// The connection failed.
+    Error,
+}
+
+impl AttemptResult {
+    /// Whether a caller retries after this result.
+    fn retryable(self) -> bool {
+        match self {
+            AttemptResult::Success => false,
+            AttemptResult::Status(s) => matches!(s, 429 | 502 | 503 | 504),
+            AttemptResult::Timeout | AttemptResult::Error => true,
+        }
+    }
+
+    /// A short label for rejection counts: the status code, `timeout` or `io`.
+    pub fn reason(self) -> Option<String> {
+        match self {
+            AttemptResult::Success => None,
+            AttemptResult::Status(s) => Some(s.to_string()),
+            AttemptResult::Timeout => Some("timeout".into()),
+            AttemptResult::Error => Some("io".into()),
+        }
+    }
+
+    /// Whether the server turned the attempt away (rather than failing it).
+    pub fn is_shed(self) -> bool {
+        matches!(self, AttemptResult::Status(429 | 503 | 504))
+    }
+}
+
+/// One attempt as recorded.
+#[derive(Clone, Copy, Debug)]
+pub struct Attempt {
+    /// When it was sent, from the run's epoch.
+    pub sent: Duration,
+    /// What came of it.
+    pub result: AttemptResult,
+}
+
+/// One logical request as recorded: every figure of the lab comes from these.
+#[derive(Clone, Debug)]
+pub struct LogicalRecord {
+    /// The class (route) it called.
+    pub class: Class,
+    /// When the first attempt was sent, from the run's epoch.
+    pub start: Duration,
+    /// How late the generator sent it after its scheduled arrival.
+    pub lag: Duration,
+    /// When the caller was done (success, or gave up), from the epoch.
+    pub end: Duration,
+    /// The attempts made, in order.
+    pub attempts: Vec<Attempt>,
+    /// Answered with success within the deadline.
+    pub success: bool,
+}
+
+impl LogicalRecord {
+    /// Time from first send to the end.
+    pub fn latency(&self) -> Duration {
+        self.end.saturating_sub(self.start)
+    }
+}
+
+/// A pooled HTTP/1 client bound to one lab server.
+#[derive(Clone)]
+pub struct LabClient {
+    http: Client<HttpConnector, Empty<Bytes>>,
+    uris: [Uri; 4],
+    config: ClientConfig,
+}
+
+impl LabClient {
+    /// A client calling the class routes of the server at `addr`.
+    pub fn new(addr: SocketAddr, config: ClientConfig) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let http = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(1024)
+            .pool_idle_timeout(Duration::from_secs(5))
+            .build(connector);
+        let uris = Class::ALL.map(|c| {
+            format!("http://{addr}{}", c.path())
+                .parse()
+                .expect("a socket address and a path form a valid URI")
+        });
+        LabClient { http, uris, config }
+    }
+
+    /// Makes one logical request: up to `max_attempts` attempts within the
+    /// deadline. `epoch` is the run's time origin for the record and `due`
+    /// the arrival time the generator scheduled.
+    pub async fn call(&self, class: Class, epoch: Instant, due: Instant) -> LogicalRecord {
+        let cfg = &self.config;
+        let start = Instant::now();
+        let deadline = start + cfg.deadline;
+        let mut attempts = Vec::with_capacity(cfg.max_attempts as usize);
+        let mut success = false;
+        for n in 1..=cfg.max_attempts {
+            let sent = Instant::now();
+            let remaining = deadline.saturating_duration_since(sent);
+            if remaining < MIN_ATTEMPT_WINDOW {
+                break;
+            }
+            let (result, retry_after) = self
+                .attempt(class, n, remaining.min(cfg.attempt_timeout))
+                .await;
+            attempts.push(Attempt {
+                sent: sent - epoch,
+                result,
+            });
+            if result == AttemptResult::Success {
+                success = Instant::now() <= deadline;
+                break;
+            }
+            if !result.retryable() || n == cfg.max_attempts {
+                break;
+            }
+            let mut pause = full_jitter(cfg.backoff_base, cfg.backoff_cap, n);
+            if cfg.honour_retry_after {
+                pause = pause.max(retry_after.unwrap_or_default());
+            }
+            if Instant::now() + pause + MIN_ATTEMPT_WINDOW >= deadline {
+                break;
+            }
+            tokio::time::sleep(pause).await;
+        }
+        LogicalRecord {
+            class,
+            start: start - epoch,
+            lag: start.saturating_duration_since(due),
+            end: Instant::now() - epoch,
+            attempts,
+            success,
+        }
+    }
+
+    /// One attempt: the request, its answer and the body, all within `timeout`.
+    async fn attempt(
+        &self,
+        class: Class,
+        n: u32,
+        timeout: Duration,
+    ) -> (AttemptResult, Option<Duration>) {
+        let request = Request::get(self.uris[class.index()].clone())
+            .header(GRPC_TIMEOUT_HEADER, format!("{}m", timeout.as_millis()))
+            .header(ATTEMPT_HEADER, n)
+            .body(Empty::new())
+            .expect("static parts form a valid request");
+        let exchange = async {
+            let response = self.http.request(request).await.map_err(|_| ())?;
+            let status = response.status();
+            let retry_after = response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .map(Duration::from_secs);
+            response.into_body().collect().await.map_err(|_| ())?;
+            Ok::<_, ()>((status, retry_after))
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Err(_) => (AttemptResult::Timeout, None),
+            Ok(Err(())) => (AttemptResult::Error, None),
+            Ok(Ok((status, retry_after))) if status == StatusCode::OK => {
+                (AttemptResult::Success, retry_after)
+            }
+            Ok(Ok((status, retry_after))) => (AttemptResult::Status(status.as_u16()), retry_after),
+        }
+    }
+}
+
+/// Full-jitter backoff before retry number `n` (1 = the first retry):
+/// uniform in [0, min(cap, base * 2^(n-1))).
+fn full_jitter(base: Duration, cap: Duration, n: u32) -> Duration {
+    let window = base.saturating_mul(1 << (n - 1).min(16)).min(cap);
+    window.mul_f64(fastrand::f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_window_doubles_up_to_the_cap() {
+        let (base, cap) = (Duration::from_millis(50), Duration::from_millis(150));
+        for _ in 0..1000 {
+            assert!(full_jitter(base, cap, 1) < Duration::from_millis(50));
+            assert!(full_jitter(base, cap, 2) < Duration::from_millis(100));
+            assert!(full_jitter(base, cap, 9) < cap);
+        }
+    }
+}
