@@ -4,6 +4,7 @@
 # Usage: benches/report.sh [criterion options]
 #   benches/report.sh                   the full measured run (about 3 minutes)
 #   benches/report.sh --quick           a rough run while developing
+#   benches/report.sh --no-run          rewrite the report from the last run's data
 # Every figure is the median of criterion's samples; every comparison is a
 # ratio of two figures measured in the same criterion group of the same run.
 # The instruction counts come from .ci/instructions when valgrind is present.
@@ -17,7 +18,13 @@ target_dir=$(cargo metadata --format-version 1 --no-deps |
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 
-cargo bench --bench core --bench middleware -- "$@"
+if [ "${1:-}" = "--no-run" ]; then
+    shift
+    load_before="(not recorded: --no-run)"
+    started=$(date -u -r "$target_dir/criterion/core/admit_release/new/estimates.json" '+%Y-%m-%d %H:%M UTC')
+else
+    cargo bench --bench core --bench middleware -- "$@"
+fi
 
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 guard="(valgrind not installed: guard not run)"
@@ -154,7 +161,9 @@ lines += [
     "Instructions per operation under callgrind (`.ci/instructions --print`;",
     "columns: operation, instructions, mallocs per operation). `.ci/instructions`",
     "fails when one exceeds `benches/instructions.budget` by more than 1.5x, or",
-    "calls malloc at all.",
+    "calls malloc at all. Run it with `.ci/instructions` (about 3 s once the",
+    "`guard` bench is built; a cold build of the bench profile takes a few",
+    "minutes on this machine).",
     "",
     "```",
     os.environ["REPORT_GUARD"],
