@@ -57,36 +57,43 @@ pub fn shed_arrival() -> Arrival {
 }
 
 /// An engine whose admission level is above zero, reached the way production
-/// reaches it: limit 1 held, batch requests queued longer than the 5 ms target,
-/// then the 100 ms interval ends and the controller raises the level.
+/// reaches it: both slots of limit 2 held by critical requests, batch requests
+/// queued; after 10 ms one holder finishes and hands its slot to the first
+/// batch waiter, whose 10 ms wait is over the 5 ms target and over one slot
+/// time (10 ms of service / 2 slots); then the 100 ms interval ends and the
+/// controller raises the level. (The holders are of another rank than the
+/// waiters, so the batch rank's only samples are its queue waits, whether the
+/// controller judges sojourn per rank or over all ranks.)
 ///
 /// Returns the engine, and what must stay alive for the state to hold.
 pub fn overloaded() -> (Shedder, Overload) {
     let clock = ManualClock::new();
     let shedder = Shedder::builder()
-        .limit(1)
+        .limit(2)
         .clock(ChargedManualClock(clock.clone()))
         .build()
         .expect("valid config");
+    let mut held: Vec<Permit> = (0..2)
+        .map(|_| match shedder.admit(&Arrival::new(Class::Critical)) {
+            Admission::Admitted(permit) => permit,
+            other => panic!("an idle engine admits, got {other:?}"),
+        })
+        .collect();
     let batch = Arrival::new(Class::Batch);
-    let Admission::Admitted(held) = shedder.admit(&batch) else {
-        panic!("an idle engine admits");
-    };
     let mut waiters: Vec<Waiter> = (0..4)
         .map(|_| match shedder.admit(&batch) {
             Admission::Queued(waiter) => waiter,
             other => panic!("a busy engine queues, got {other:?}"),
         })
         .collect();
-    // The first waiter gets the slot after 10 ms in the queue: over the target.
     clock.advance(Duration::from_millis(10));
-    drop(held);
+    drop(held.pop());
     let waker = noop_waker();
     let mut cx = Context::from_waker(&waker);
-    let granted = match pin!(waiters.remove(0)).poll(&mut cx) {
-        Poll::Ready(Ok(permit)) => permit,
+    match pin!(waiters.remove(0)).poll(&mut cx) {
+        Poll::Ready(Ok(permit)) => held.push(permit),
         other => panic!("the first waiter is granted the slot, got {other:?}"),
-    };
+    }
     // The interval ends; the next door decision closes it and raises the level.
     clock.advance(Duration::from_millis(100));
     match shedder.admit(&shed_arrival()) {
@@ -94,12 +101,12 @@ pub fn overloaded() -> (Shedder, Overload) {
         other => panic!("the raised level sheds a background retry, got {other:?}"),
     }
     assert!(shedder.level() > Level::NONE);
-    // The granted permit stays held and the rest stay queued: the engine
-    // remains saturated with a queue, as under real overload.
+    // Both slots stay held and the rest stay queued: the engine remains
+    // saturated with a queue, as under real overload.
     (
         shedder,
         Overload {
-            _held: granted,
+            _held: held,
             _waiters: waiters,
         },
     )
@@ -107,7 +114,7 @@ pub fn overloaded() -> (Shedder, Overload) {
 
 /// The slot and the queue that keep an engine overloaded while it is measured.
 pub struct Overload {
-    _held: Permit,
+    _held: Vec<Permit>,
     _waiters: Vec<Waiter>,
 }
 
