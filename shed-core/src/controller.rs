@@ -1,9 +1,12 @@
 //! The controller: queue delay in, admission level out.
 //!
-//! The overload signal is the *sojourn time* of requests in the wait queue, as
-//! in CoDel: if even the shortest wait of an interval exceeded the target, a
-//! standing queue has formed and the service is overloaded, whatever its CPU
-//! says. The response is DAGOR's: raise the admission level over (rank,
+//! The overload signal is the *sojourn time* of requests in the wait queues, as
+//! in CoDel, judged per rank (as CoDel judges per flow): if even the shortest
+//! wait of some rank's queue in an interval exceeded the target, that rank has
+//! a standing queue and the service admits more than it can serve, whatever
+//! its CPU says. Judging the ranks together would hide a standing queue of
+//! batch work behind the short waits of critical requests, which jump ahead
+//! of it. The response is DAGOR's: raise the admission level over (rank,
 //! cohort) positions by just enough to shed a share of the work that came in
 //! the last interval, least important positions first; when an interval is
 //! healthy, give positions back in steps that double while health lasts.
@@ -23,6 +26,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::config::Config;
+use crate::service_time::ServiceTimes;
 use crate::{Cohort, Level, Rank};
 
 const NO_SAMPLE: u64 = u64::MAX;
@@ -37,12 +41,10 @@ pub(crate) struct Controller {
     level: AtomicU32,
     next_update: AtomicU64,
     last_update: AtomicU64,
-    min_sojourn: AtomicU64,
+    min_sojourn: [AtomicU64; Rank::COUNT],
     recent_sojourn: AtomicU64,
     passed: [AtomicU64; Rank::COUNT],
-    completions: AtomicU64,
-    service_nanos: AtomicU64,
-    mean_service: AtomicU64,
+    service: ServiceTimes,
     healthy_streak: AtomicU32,
     cohort_period: AtomicU64,
 }
@@ -53,12 +55,10 @@ impl Controller {
             level: AtomicU32::new(0),
             next_update: AtomicU64::new(config.interval),
             last_update: AtomicU64::new(0),
-            min_sojourn: AtomicU64::new(NO_SAMPLE),
+            min_sojourn: [const { AtomicU64::new(NO_SAMPLE) }; Rank::COUNT],
             recent_sojourn: AtomicU64::new(NO_SAMPLE),
             passed: Default::default(),
-            completions: AtomicU64::new(0),
-            service_nanos: AtomicU64::new(0),
-            mean_service: AtomicU64::new(0),
+            service: ServiceTimes::new(),
             healthy_streak: AtomicU32::new(0),
             cohort_period: AtomicU64::new(current_hour()),
         }
@@ -82,19 +82,28 @@ impl Controller {
     }
 
     /// A request left the queue after waiting `sojourn` nanoseconds.
-    pub(crate) fn record_sojourn(&self, sojourn: u64) {
-        self.min_sojourn.fetch_min(sojourn, Ordering::Relaxed);
+    /// A request of `rank` took a slot without waiting: its rank's queue was
+    /// empty, so it has no standing queue this interval. One relaxed load on
+    /// the fast path; a store only once per rank and interval.
+    pub(crate) fn record_no_wait(&self, rank: Rank) {
+        let min = &self.min_sojourn[rank.index()];
+        if min.load(Ordering::Relaxed) != 0 {
+            min.store(0, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn record_sojourn(&self, rank: Rank, sojourn: u64) {
+        self.min_sojourn[rank.index()].fetch_min(sojourn, Ordering::Relaxed);
     }
 
     /// A request finished after holding its slot `service` nanoseconds; may
     /// close the interval early. Returns whether the caller should update.
     pub(crate) fn record_completion(&self, service: u64, config: &Config) -> bool {
-        self.service_nanos.fetch_add(service, Ordering::Relaxed);
-        let completed = self.completions.fetch_add(1, Ordering::Relaxed) + 1;
-        completed == u64::from(config.interval_completions)
+        self.service.record(service) == u64::from(config.interval_completions)
     }
 
-    /// The shortest wait of the last interval, if anything waited.
+    /// The worst standing queue of the last interval (the largest of the
+    /// ranks' shortest waits), if anything waited.
     pub(crate) fn recent_sojourn(&self) -> Option<Duration> {
         match self.recent_sojourn.load(Ordering::Relaxed) {
             NO_SAMPLE => None,
@@ -102,17 +111,25 @@ impl Controller {
         }
     }
 
+    /// The mean time a request holds its slot, in nanoseconds, once known.
+    pub(crate) fn mean_service(&self) -> Option<u64> {
+        self.service.mean()
+    }
+
+    /// The 90th percentile of the time a request holds its slot, once known.
+    pub(crate) fn p90_service(&self) -> Option<u64> {
+        self.service.p90()
+    }
+
     /// Completions per second with every slot busy, once a service time is known.
     pub(crate) fn drain_rate(&self, limit: u32) -> Option<f64> {
-        match self.mean_service.load(Ordering::Relaxed) {
-            0 => None,
-            mean => Some(f64::from(limit) * 1e9 / mean as f64),
-        }
+        self.mean_service()
+            .map(|mean| f64::from(limit) * 1e9 / mean as f64)
     }
 
     /// Closes the interval if it is due (or `force`d by completions), when this
     /// thread wins the compare-and-swap on the boundary.
-    pub(crate) fn tick(&self, now: u64, force: bool, config: &Config) {
+    pub(crate) fn tick(&self, now: u64, force: bool, limit: u32, config: &Config) {
         let due = self.next_update.load(Ordering::Relaxed);
         if now < due && !force {
             return;
@@ -123,23 +140,38 @@ impl Controller {
             .compare_exchange(due, next, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
-            self.update(now, config);
+            self.update(now, limit, config);
         }
     }
 
-    fn update(&self, now: u64, config: &Config) {
+    fn update(&self, now: u64, limit: u32, config: &Config) {
         let elapsed = now.saturating_sub(self.last_update.swap(now, Ordering::Relaxed));
-        let min_sojourn = self.min_sojourn.swap(NO_SAMPLE, Ordering::Relaxed);
+        // The worst standing queue: the largest of the ranks' shortest waits.
+        let min_sojourn = self
+            .min_sojourn
+            .iter()
+            .map(|min| min.swap(NO_SAMPLE, Ordering::Relaxed))
+            .filter(|min| *min != NO_SAMPLE)
+            .max()
+            .unwrap_or(NO_SAMPLE);
         self.recent_sojourn.store(min_sojourn, Ordering::Relaxed);
         let passed = self
             .passed
             .each_ref()
             .map(|count| count.swap(0, Ordering::Relaxed));
-        self.update_service_time();
+        self.service.close_interval();
         self.cohort_period.store(current_hour(), Ordering::Relaxed);
 
         let level = self.level();
-        let overloaded = min_sojourn != NO_SAMPLE && min_sojourn > config.target_sojourn;
+        // Half a slot time (the mean gap between completions with every slot
+        // busy) is about what any request waits for the next slot to free;
+        // a shorter wait is no sign of a standing queue, so the target is
+        // never below it (this matters for slow services with few slots).
+        let natural_wait = self
+            .mean_service()
+            .map_or(0, |mean| mean / u64::from(limit.max(1)) / 2);
+        let target = config.target_sojourn.max(natural_wait);
+        let overloaded = min_sojourn != NO_SAMPLE && min_sojourn > target;
         // Idleness wins: after so long without a single event, any sojourn
         // measured is from before the silence and says nothing about now.
         let next = if elapsed >= config.interval.saturating_mul(IDLE_INTERVALS_TO_RESET) {
@@ -153,22 +185,6 @@ impl Controller {
             Level::new(level.get().saturating_sub(step))
         };
         self.level.store(u32::from(next.get()), Ordering::Relaxed);
-    }
-
-    fn update_service_time(&self) {
-        let completions = self.completions.swap(0, Ordering::Relaxed);
-        let service = self.service_nanos.swap(0, Ordering::Relaxed);
-        if completions == 0 {
-            return;
-        }
-        let sample = (service / completions).max(1);
-        let previous = self.mean_service.load(Ordering::Relaxed);
-        let mean = if previous == 0 {
-            sample
-        } else {
-            (previous * 3 + sample) / 4
-        };
-        self.mean_service.store(mean, Ordering::Relaxed);
     }
 }
 
@@ -234,7 +250,10 @@ mod tests {
     fn a_single_request_sheds_a_few_cohorts_not_its_whole_rank() {
         // 5% of one request is worth 6.4 cohorts of a rank of 1 request.
         let passed = counts(&[(6, 1)]);
-        assert_eq!(shed_more(Level::NONE, &passed, 0.05), Level::new(6 * 128 + 7));
+        assert_eq!(
+            shed_more(Level::NONE, &passed, 0.05),
+            Level::new(6 * 128 + 7)
+        );
     }
 
     #[test]

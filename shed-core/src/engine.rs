@@ -64,7 +64,8 @@ impl Engine {
     /// The whole door: judge, then take a slot, wait, or refuse.
     pub(crate) fn admit(self: &Arc<Self>, arrival: &Arrival, may_wait: bool) -> Admission {
         let now = self.now();
-        self.controller.tick(now, false, &self.config);
+        self.controller
+            .tick(now, false, self.slots.limit(), &self.config);
         let rank = arrival.rank();
         let deadline = arrival.deadline().map(|at| self.since_epoch(at));
         if deadline.is_some_and(|deadline| deadline <= now) {
@@ -76,13 +77,19 @@ impl Engine {
         }
         self.controller.record_passed_level(rank);
 
-        let remaining = deadline.map(|deadline| deadline - now);
         let free = self.slots.looks_free(rank);
-        let predicted_wait = if free { 0 } else { self.predicted_wait(rank) };
-        if remaining.is_some_and(|left| left < predicted_wait + self.config.min_useful_window) {
-            return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort);
+        if let Some(deadline) = deadline {
+            let needed = if free {
+                self.config.min_useful_window
+            } else {
+                self.predicted_wait(rank) + self.useful_window_when_waiting()
+            };
+            if deadline - now < needed {
+                return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort);
+            }
         }
         if free && self.slots.try_take(rank) {
+            self.controller.record_no_wait(rank);
             return Admission::Admitted(self.permit(rank, now, 0));
         }
         if !may_wait || self.config.queue_capacity == 0 {
@@ -107,6 +114,7 @@ impl Engine {
         }
         if self.slots.take_or_wait(rank) == TakeOrWait::Took {
             drop(queues);
+            self.controller.record_no_wait(rank);
             return Admission::Admitted(self.permit(rank, now, 0));
         }
         if queues.len(rank) >= self.config.queue_capacity {
@@ -115,14 +123,11 @@ impl Engine {
         }
         let class = rank.class();
         let max_wait_ends = now.saturating_add(self.config.max_wait[class.index()]);
-        let (expires_at, expiry) = match deadline {
-            Some(deadline)
-                if deadline.saturating_sub(self.config.min_useful_window) < max_wait_ends =>
-            {
-                (
-                    deadline.saturating_sub(self.config.min_useful_window),
-                    RejectReason::DeadlineExpiredInQueue,
-                )
+        let last_useful =
+            deadline.map(|deadline| deadline.saturating_sub(self.useful_window_when_waiting()));
+        let (expires_at, expiry) = match last_useful {
+            Some(last_useful) if last_useful < max_wait_ends => {
+                (last_useful, RejectReason::DeadlineExpiredInQueue)
             }
             _ => (max_wait_ends, RejectReason::QueueTimeout),
         };
@@ -183,6 +188,16 @@ impl Engine {
             .sum()
     }
 
+    /// The least time a request that must wait for a slot needs left when it
+    /// gets one: the configured minimum useful window, or the measured 90th
+    /// percentile of service time when that is longer. Scarce slots go to
+    /// requests likely to finish in time; a slot given to one that finishes
+    /// after its caller gave up is wasted.
+    fn useful_window_when_waiting(&self) -> u64 {
+        let p90_service = self.controller.p90_service().unwrap_or(0);
+        self.config.min_useful_window.max(p90_service)
+    }
+
     /// How long a new arrival of `rank` would wait for a slot, in nanoseconds;
     /// zero while the drain rate is unknown.
     fn predicted_wait(&self, rank: Rank) -> u64 {
@@ -199,7 +214,8 @@ impl Engine {
             .controller
             .record_completion(now.saturating_sub(started_at), &self.config);
         self.give_back(now);
-        self.controller.tick(now, force, &self.config);
+        self.controller
+            .tick(now, force, self.slots.limit(), &self.config);
     }
 
     /// Returns a slot: lock-free unless somebody waits, then hands it over.
@@ -224,7 +240,7 @@ impl Engine {
                 continue;
             }
             let sojourn = now.saturating_sub(taken.entry.enqueued_at);
-            self.controller.record_sojourn(sojourn);
+            self.controller.record_sojourn(taken.rank, sojourn);
             self.counters.count(taken.rank.class(), Outcome::Admitted);
             taken
                 .entry
@@ -256,7 +272,7 @@ impl Engine {
             return None;
         }
         self.controller
-            .record_sojourn(now.saturating_sub(entry.enqueued_at));
+            .record_sojourn(rank, now.saturating_sub(entry.enqueued_at));
         let rejection = self.rejection(entry.expiry, rank, entry.cohort);
         Some(CellState::Rejected(rejection))
     }
@@ -298,7 +314,7 @@ impl Engine {
         self.after_removal(&queues, rank);
         drop(queues);
         self.controller
-            .record_sojourn(now.saturating_sub(entry.enqueued_at));
+            .record_sojourn(rank, now.saturating_sub(entry.enqueued_at));
         Some(self.rejection(entry.expiry, rank, entry.cohort))
     }
 

@@ -46,6 +46,7 @@ mod random;
 mod reject;
 pub mod retry;
 mod retry_after;
+mod service_time;
 mod shedder;
 mod slots;
 mod stats;

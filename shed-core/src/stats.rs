@@ -123,7 +123,9 @@ pub struct Stats {
     pub queued: [u32; Rank::COUNT],
     /// The admission level.
     pub level: Level,
-    /// The shortest queue wait of the last controller interval, if anything waited.
+    /// The worst standing queue of the last controller interval: the largest
+    /// of the ranks' shortest waits (zero for a rank whose requests took a
+    /// slot without waiting); `None` when no request came.
     pub recent_sojourn: Option<Duration>,
     /// Measured completions per second at full concurrency, once known.
     pub drain_rate: Option<f64>,

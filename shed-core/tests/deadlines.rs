@@ -67,20 +67,40 @@ fn a_deadline_shorter_than_the_minimum_useful_window_is_refused_even_with_a_free
 fn a_deadline_shorter_than_the_predicted_wait_is_refused_once_the_drain_rate_is_known() {
     let (shedder, clock, _held) = knowing_its_drain_rate();
     let _ahead = queue(&shedder, Arrival::new(Class::Interactive), 9);
-    // Ten requests (nine ahead, then this one) at 100 per second: 100 ms, plus 5 ms.
-    let too_short = Arrival::new(Class::Interactive).with_deadline(in_ms(&clock, 104));
+    // Ten requests (nine ahead, then this one) at 100 per second: 100 ms,
+    // plus the 10 ms mean service time (longer than the 5 ms minimum window).
+    let too_short = Arrival::new(Class::Interactive).with_deadline(in_ms(&clock, 109));
     let refused = rejected(shedder.admit(&too_short));
     assert_eq!(refused.reason(), RejectReason::DeadlineUnmeetable);
     assert_eq!(refused.retry_after(), None);
-    let long_enough = Arrival::new(Class::Interactive).with_deadline(in_ms(&clock, 106));
+    let long_enough = Arrival::new(Class::Interactive).with_deadline(in_ms(&clock, 111));
     let _waiting = queued(shedder.admit(&long_enough));
+}
+
+#[test]
+fn a_waiter_needs_the_mean_service_time_left_when_it_is_longer_than_the_window() {
+    let (shedder, clock, held) = knowing_its_drain_rate();
+    // Mean service 10 ms: a waiter with a 40 ms deadline leaves the queue at 30 ms.
+    let waiter =
+        queued(shedder.admit(&Arrival::new(Class::Batch).with_deadline(in_ms(&clock, 40))));
+    assert_eq!(waiter.expires_at(), in_ms(&clock, 30));
+    drop(held);
+}
+
+#[test]
+fn a_free_slot_needs_only_the_minimum_useful_window() {
+    let (shedder, clock, held) = knowing_its_drain_rate();
+    drop(held);
+    // Mean service 10 ms, but nothing waits: 6 ms left is worth a try.
+    let _permit =
+        admitted(shedder.admit(&Arrival::new(Class::Batch).with_deadline(in_ms(&clock, 6))));
 }
 
 #[test]
 fn the_predicted_wait_counts_only_the_waiters_served_before_the_request() {
     let (shedder, clock, _held) = knowing_its_drain_rate();
     let _ahead = queue(&shedder, Arrival::new(Class::Batch), 9);
-    // Batch waiters do not delay a critical request: 10 ms + 5 ms is enough.
+    // Batch waiters do not delay a critical request: 10 ms wait + 10 ms service is enough.
     let critical = Arrival::new(Class::Critical).with_deadline(in_ms(&clock, 50));
     let _waiting = queued(shedder.admit(&critical));
     let batch = Arrival::new(Class::Batch).with_deadline(in_ms(&clock, 50));

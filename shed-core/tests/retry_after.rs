@@ -117,10 +117,11 @@ fn a_longer_queue_ahead_means_a_longer_wait() {
 #[test]
 fn ranks_further_below_the_level_are_told_to_wait_longer() {
     let (shedder, clock) = build(Shedder::builder().limit(1).retry_after_jitter(0.0));
-    // A standing queue of batch requests for one interval raises the level
-    // past every rank below batch.
+    // A standing queue of batch requests (behind a critical one, so no batch
+    // request ever finds a free slot) for one interval raises the level past
+    // every rank below batch.
     let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
-    let mut held = shedder.try_admit(&batch).unwrap();
+    let mut held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
     let mut waiting: Vec<_> = (0..20).map(|_| queued(shedder.admit(&batch))).collect();
     for _ in 0..10 {
         clock.advance(ms(10));

@@ -1,0 +1,181 @@
+//! How long requests hold their slots: a smoothed mean and 90th percentile.
+//!
+//! Each completion adds its service time to the interval's sum and to one
+//! bucket of a log-scale histogram (bucket `i` holds times in
+//! `[2^i, 2^(i+1))` microseconds), and keeps the longest. When the controller
+//! closes an interval it folds the interval's mean and 90th percentile (read
+//! from the histogram, never above the longest time seen) into moving averages.
+//!
+//! The mean gives the drain rate (`limit / mean`). The 90th percentile is how
+//! much time a request that had to wait should still have when it gets a
+//! slot: with less, it is likely to finish after its caller has given up,
+//! and the slot is wasted.
+//!
+//! # Memory ordering
+//!
+//! `Relaxed` throughout: a completion counted in the next interval instead of
+//! this one changes nothing that matters.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const BUCKETS: usize = 25;
+/// The share of completions at or below the percentile kept.
+const QUANTILE: f64 = 0.9;
+
+/// Service times of the current interval, and their smoothed summaries.
+#[derive(Debug)]
+pub(crate) struct ServiceTimes {
+    completions: AtomicU64,
+    total_nanos: AtomicU64,
+    max_nanos: AtomicU64,
+    buckets: [AtomicU64; BUCKETS],
+    mean: AtomicU64,
+    p90: AtomicU64,
+}
+
+impl ServiceTimes {
+    pub(crate) fn new() -> ServiceTimes {
+        ServiceTimes {
+            completions: AtomicU64::new(0),
+            total_nanos: AtomicU64::new(0),
+            max_nanos: AtomicU64::new(0),
+            buckets: [const { AtomicU64::new(0) }; BUCKETS],
+            mean: AtomicU64::new(0),
+            p90: AtomicU64::new(0),
+        }
+    }
+
+    /// Records one completion; returns how many this interval has seen.
+    pub(crate) fn record(&self, nanos: u64) -> u64 {
+        self.total_nanos.fetch_add(nanos, Ordering::Relaxed);
+        self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
+        self.buckets[bucket_of(nanos)].fetch_add(1, Ordering::Relaxed);
+        self.completions.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The smoothed mean service time in nanoseconds, once known.
+    pub(crate) fn mean(&self) -> Option<u64> {
+        known(self.mean.load(Ordering::Relaxed))
+    }
+
+    /// The smoothed 90th percentile in nanoseconds, once known.
+    pub(crate) fn p90(&self) -> Option<u64> {
+        known(self.p90.load(Ordering::Relaxed))
+    }
+
+    /// Closes the interval: folds its mean and percentile into the averages.
+    pub(crate) fn close_interval(&self) {
+        let completions = self.completions.swap(0, Ordering::Relaxed);
+        let total = self.total_nanos.swap(0, Ordering::Relaxed);
+        let max = self.max_nanos.swap(0, Ordering::Relaxed);
+        let counts = self
+            .buckets
+            .each_ref()
+            .map(|bucket| bucket.swap(0, Ordering::Relaxed));
+        if completions == 0 {
+            return;
+        }
+        smooth(&self.mean, (total / completions).max(1));
+        // Buckets are a factor of two wide: never estimate beyond what was seen.
+        smooth(&self.p90, quantile(&counts, QUANTILE).min(max).max(1));
+    }
+}
+
+fn known(nanos: u64) -> Option<u64> {
+    (nanos != 0).then_some(nanos)
+}
+
+/// Moves a moving average a quarter of the way to `sample` (or sets it).
+fn smooth(average: &AtomicU64, sample: u64) {
+    let previous = average.load(Ordering::Relaxed);
+    let next = if previous == 0 {
+        sample
+    } else {
+        (previous * 3 + sample) / 4
+    };
+    average.store(next, Ordering::Relaxed);
+}
+
+fn bucket_of(nanos: u64) -> usize {
+    let micros = (nanos / 1_000).max(1);
+    (micros.ilog2() as usize).min(BUCKETS - 1)
+}
+
+/// The `q` quantile of a histogram, in nanoseconds, interpolated linearly
+/// inside the bucket where it falls.
+fn quantile(counts: &[u64; BUCKETS], q: f64) -> u64 {
+    let total: u64 = counts.iter().sum();
+    let rank = q * total as f64;
+    let mut below = 0.0;
+    for (index, count) in counts.iter().enumerate() {
+        let count = *count as f64;
+        if count > 0.0 && below + count >= rank {
+            let low = (1u64 << index) as f64 * 1_000.0;
+            let within = ((rank - below) / count).clamp(0.0, 1.0);
+            return (low + within * low) as u64;
+        }
+        below += count;
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn the_mean_is_the_first_interval_mean_then_a_moving_average() {
+        let times = ServiceTimes::new();
+        times.record(10 * MS);
+        times.record(30 * MS);
+        times.close_interval();
+        assert_eq!(times.mean(), Some(20 * MS));
+        times.record(60 * MS);
+        times.close_interval();
+        assert_eq!(times.mean(), Some(30 * MS));
+    }
+
+    #[test]
+    fn the_percentile_lies_in_the_bucket_of_the_ninetieth_completion() {
+        let times = ServiceTimes::new();
+        for _ in 0..90 {
+            times.record(MS); // bucket [512 us, 1024 us)
+        }
+        for _ in 0..10 {
+            times.record(100 * MS); // bucket [65.5 ms, 131 ms)
+        }
+        times.close_interval();
+        let p90 = times.p90().unwrap();
+        assert!((512_000..=1_024_000).contains(&p90), "{p90}");
+    }
+
+    #[test]
+    fn equal_times_give_that_time_as_the_percentile() {
+        let times = ServiceTimes::new();
+        times.record(10 * MS);
+        times.close_interval();
+        assert_eq!(times.p90(), Some(10 * MS));
+    }
+
+    #[test]
+    fn a_long_tail_moves_the_percentile_above_the_mean() {
+        let times = ServiceTimes::new();
+        for i in 0..100u64 {
+            times.record(if i % 5 == 0 { 200 * MS } else { 10 * MS });
+        }
+        times.close_interval();
+        assert!(times.p90().unwrap() > times.mean().unwrap());
+    }
+
+    #[test]
+    fn an_empty_interval_keeps_what_was_known() {
+        let times = ServiceTimes::new();
+        assert_eq!(times.mean(), None);
+        times.record(5 * MS);
+        times.close_interval();
+        times.close_interval();
+        assert_eq!(times.mean(), Some(5 * MS));
+    }
+}
