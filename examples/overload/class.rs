@@ -58,3 +58,14 @@ impl fmt::Display for Class {
         f.pad(self.name())
     }
 }
+
+impl From<Class> for shed::core::Class {
+    fn from(class: Class) -> Self {
+        match class {
+            Class::Critical => shed::core::Class::Critical,
+            Class::Interactive => shed::core::Class::Interactive,
+            Class::Batch => shed::core::Class::Batch,
+            Class::Background => shed::core::Class::Background,
+        }
+    }
+}

@@ -11,8 +11,8 @@
 //! `scenario.rs`). Tables go to stdout, progress to stderr, CSV and SVG files
 //! to `results/`. Every figure is measured from the requests the run made.
 //!
-//! `cargo test` runs the `--quick` version of every scenario for `none` and
-//! `tower` (the test at the bottom of this file; `test = true` in Cargo.toml).
+//! `cargo test` runs the `--quick` version of every scenario for every policy
+//! (the test at the bottom of this file; `test = true` in Cargo.toml).
 
 mod class;
 mod client;
@@ -171,12 +171,7 @@ async fn run_lab(
     for &s in scenarios {
         let run = scenario::run(lab, s).await?;
         println!("{}", run.table);
-        eprintln!(
-            "[{}] {} trials; policies not run: {}",
-            run.scenario,
-            run.trials.len(),
-            run.skipped.len()
-        );
+        eprintln!("[{}] {} trials", run.scenario, run.trials.len());
         for file in &run.files {
             eprintln!("[{s}] wrote {}", file.display());
         }
@@ -249,27 +244,40 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn shed_policy_refuses_to_start_until_wired() {
+    async fn the_shed_policy_serves_its_engine_stats_at_stats() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
         let config = ServerConfig {
             policy: Policy::Shed,
-            workers: 1,
+            workers: 3,
             service: ServiceTime {
                 mean: Duration::from_millis(1),
                 distribution: Distribution::Constant,
             },
         };
-        let err = Server::start(&config, ([127, 0, 0, 1], 0).into())
+        let server = Server::start(&config, ([127, 0, 0, 1], 0).into())
             .await
-            .err();
-        assert!(matches!(err, Some(server::ServerError::ShedNotWired)));
+            .expect("the shed policy starts");
+        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        stream
+            .write_all(b"GET /stats HTTP/1.1\r\nhost: lab\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        let body = answer.split("\r\n\r\n").nth(1).expect("a body");
+        let json: serde_json::Value = serde_json::from_str(body).expect("JSON");
+        assert_eq!(json["shed"]["limit"], 3);
+        assert_eq!(json["shed"]["in_flight"], 0);
+        server.stop().await;
     }
 
-    /// The `--quick` lab end to end for `none` and `tower`: real servers, real
+    /// The `--quick` lab end to end for every policy: real servers, real
     /// sockets, every scenario, files written. Asserts that it ran and
     /// measured, not that goals pass (a debug build on a busy CI machine is no
     /// place to judge capacity).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn quick_lab_runs_every_scenario_for_none_and_tower() {
+    async fn quick_lab_runs_every_scenario_for_every_policy() {
         let out_dir =
             std::env::temp_dir().join(format!("shed-overload-quick-{}", std::process::id()));
         let lab = Lab {
@@ -279,19 +287,13 @@ mod tests {
                 distribution: Distribution::Exponential,
             },
             quick: true,
-            policies: vec![Policy::None, Policy::Tower],
+            policies: Policy::ALL.to_vec(),
             out_dir: out_dir.clone(),
         };
         let runs = run_lab(&lab, &Scenario::ALL).await.expect("the lab runs");
         assert_eq!(runs.len(), Scenario::ALL.len());
         for run in &runs {
-            assert!(
-                run.skipped.is_empty(),
-                "{}: {:?}",
-                run.scenario,
-                run.skipped
-            );
-            for policy in [Policy::None, Policy::Tower] {
+            for policy in Policy::ALL {
                 let trials: Vec<_> = run.trials.iter().filter(|t| t.policy == policy).collect();
                 assert!(!trials.is_empty(), "{} {policy}: no trial", run.scenario);
                 for t in trials {

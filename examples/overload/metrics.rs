@@ -116,9 +116,14 @@ pub fn wasted_ratio(stats: &ClassStats) -> f64 {
     ratio(stats.wasted_us, stats.work_us)
 }
 
+/// The share of worker time spent after the request's deadline had passed.
+pub fn past_deadline_ratio(stats: &ClassStats) -> f64 {
+    ratio(stats.past_deadline_us, stats.work_us)
+}
+
 /// Whether `class` passes the filter (`None` selects all).
 fn selected(filter: Option<Class>, class: Class) -> bool {
-    filter.map_or(true, |want| want == class)
+    filter.is_none_or(|want| want == class)
 }
 
 fn ratio(a: u64, b: u64) -> f64 {

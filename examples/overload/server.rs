@@ -28,9 +28,10 @@ use axum::{
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, put, MethodRouter},
-    BoxError, Json, Router,
+    BoxError, Extension, Json, Router,
 };
-use shed::core::wire::GRPC_TIMEOUT_HEADER;
+use shed::axum::ShedLayer;
+use shed::core::{wire::GRPC_TIMEOUT_HEADER, Shedder};
 use tokio::{
     net::TcpListener,
     sync::{oneshot, Semaphore},
@@ -88,8 +89,8 @@ impl FromStr for Policy {
 /// Why a server could not start.
 #[derive(Debug)]
 pub enum ServerError {
-    /// The `shed` policy has no middleware behind it yet.
-    ShedNotWired,
+    /// The shed engine refused its configuration.
+    ShedConfig(shed::core::ConfigError),
     /// Binding or inspecting the listener failed.
     Io(std::io::Error),
 }
@@ -97,13 +98,19 @@ pub enum ServerError {
 impl fmt::Display for ServerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ServerError::ShedNotWired => f.write_str("shed policy not wired yet"),
+            ServerError::ShedConfig(e) => write!(f, "cannot build the shed engine: {e}"),
             ServerError::Io(e) => write!(f, "cannot listen: {e}"),
         }
     }
 }
 
 impl std::error::Error for ServerError {}
+
+impl From<shed::core::ConfigError> for ServerError {
+    fn from(e: shed::core::ConfigError) -> Self {
+        ServerError::ShedConfig(e)
+    }
+}
 
 impl From<std::io::Error> for ServerError {
     fn from(e: std::io::Error) -> Self {
@@ -168,6 +175,7 @@ struct ClassCounters {
     completed: AtomicU64,
     work_us: AtomicU64,
     wasted_us: AtomicU64,
+    past_deadline_us: AtomicU64,
     late: AtomicU64,
     abandoned: AtomicU64,
 }
@@ -184,6 +192,9 @@ pub struct ClassStats {
     /// Worker time spent on jobs whose caller had given up: the job finished
     /// after the deadline the request carried, or the caller had gone.
     pub wasted_us: u64,
+    /// Worker time spent after the request's deadline had passed (the part
+    /// of each job that ran while its caller had already given up).
+    pub past_deadline_us: u64,
     /// Completed jobs that finished after their deadline.
     pub late: u64,
     /// Completed jobs whose caller had dropped the request.
@@ -213,6 +224,7 @@ impl DownstreamStats {
                 completed: a.completed + c.completed,
                 work_us: a.work_us + c.work_us,
                 wasted_us: a.wasted_us + c.wasted_us,
+                past_deadline_us: a.past_deadline_us + c.past_deadline_us,
                 late: a.late + c.late,
                 abandoned: a.abandoned + c.abandoned,
             })
@@ -226,6 +238,7 @@ impl DownstreamStats {
                 "completed": c.completed,
                 "work_ms": c.work_us / 1000,
                 "wasted_work_ms": c.wasted_us / 1000,
+                "work_past_deadline_ms": c.past_deadline_us / 1000,
                 "late": c.late,
                 "abandoned": c.abandoned,
             })
@@ -286,6 +299,7 @@ impl Downstream {
                 completed: c.completed.load(Ordering::Relaxed),
                 work_us: c.work_us.load(Ordering::Relaxed),
                 wasted_us: c.wasted_us.load(Ordering::Relaxed),
+                past_deadline_us: c.past_deadline_us.load(Ordering::Relaxed),
                 late: c.late.load(Ordering::Relaxed),
                 abandoned: c.abandoned.load(Ordering::Relaxed),
             };
@@ -355,6 +369,13 @@ impl Downstream {
         if late || abandoned {
             counters.wasted_us.fetch_add(work_us, Ordering::Relaxed);
         }
+        if let Some(deadline) = deadline.filter(|d| finished > *d) {
+            let past = finished - started.max(deadline);
+            let past_us = u64::try_from(past.as_micros()).unwrap_or(u64::MAX);
+            counters
+                .past_deadline_us
+                .fetch_add(past_us, Ordering::Relaxed);
+        }
         Ok(())
     }
 }
@@ -410,7 +431,11 @@ impl ClassRoutes {
     /// The handler of one class: hand a job to the downstream, answer 200.
     pub fn route(&self, class: Class) -> MethodRouter {
         let downstream = Arc::clone(&self.downstream);
-        get(move |headers: HeaderMap| serve_class(downstream, class, headers))
+        get(
+            move |arrived: Option<Extension<Arrived>>, headers: HeaderMap| {
+                serve_class(downstream, class, arrived, headers)
+            },
+        )
     }
 
     /// All class routes in one router, each as built by [`Self::route`].
@@ -430,8 +455,24 @@ impl ClassRoutes {
     }
 }
 
-async fn serve_class(downstream: Arc<Downstream>, class: Class, headers: HeaderMap) -> Response {
-    let deadline = request_budget(&headers).and_then(|budget| Instant::now().checked_add(budget));
+/// When a request reached the server, stamped before any policy layer runs,
+/// so its deadline counts from its arrival whatever the policy made it wait.
+#[derive(Clone, Copy, Debug)]
+struct Arrived(Instant);
+
+async fn stamp_arrival(mut request: axum::extract::Request) -> axum::extract::Request {
+    request.extensions_mut().insert(Arrived(Instant::now()));
+    request
+}
+
+async fn serve_class(
+    downstream: Arc<Downstream>,
+    class: Class,
+    arrived: Option<Extension<Arrived>>,
+    headers: HeaderMap,
+) -> Response {
+    let arrived = arrived.map_or_else(Instant::now, |Extension(Arrived(at))| at);
+    let deadline = request_budget(&headers).and_then(|budget| arrived.checked_add(budget));
     match downstream.call(class, deadline).await {
         Ok(()) => (StatusCode::OK, class.name()).into_response(),
         Err(Closed) => (StatusCode::SERVICE_UNAVAILABLE, "server stopping").into_response(),
@@ -465,43 +506,45 @@ async fn overload_response(err: BoxError) -> (StatusCode, &'static str) {
     }
 }
 
-/// The `shed` policy: the single integration point for shed-axum.
+/// The `shed` policy: shed-axum with a concurrency limit of K (the
+/// downstream's workers) and every other setting at its default.
 ///
-/// Receives the four class routes, not yet merged (so each can be given its
-/// class), and K, the concurrency limit to enforce (the downstream has K
-/// workers). Returns the protected router; `/stats` and `/admin` are merged
-/// in after it, so they are never shed. Once shed-axum exists, the body
-/// becomes something like:
-///
-/// ```ignore
-/// let shedder = shed_axum::Shedder::builder().limit(workers).build();
-/// Ok(routes
-///     .into_router_with(|class, route| route.layer(shed_axum::ClassLayer::new(class.into())))
-///     .layer(shed_axum::ShedLayer::new(shedder)))
-/// ```
-///
-/// Until then it refuses to start, so no run ever reports shed figures that
-/// were not measured through shed.
-pub fn shed_policy(routes: ClassRoutes, workers: usize) -> Result<Router, ServerError> {
-    let _ = (routes, workers);
-    Err(ServerError::ShedNotWired)
+/// Each class route gets its own [`ShedLayer`] of one shared engine, so all
+/// four count against one limit and each is judged at its own class. Returns
+/// the engine too, for `/stats`.
+pub fn shed_policy(routes: ClassRoutes, workers: usize) -> Result<(Router, Shedder), ServerError> {
+    let shedder = Shedder::builder().limit(workers).build()?;
+    let router = routes.into_router_with(|class, route| {
+        route.layer(ShedLayer::new(shedder.clone()).class(class.into()))
+    });
+    Ok((router, shedder))
 }
 
 /// The whole application: the class routes under `config.policy`, then the
 /// unprotected `/stats` and `/admin` routes.
 fn app(config: &ServerConfig, downstream: &Arc<Downstream>) -> Result<Router, ServerError> {
     let routes = ClassRoutes::new(Arc::clone(downstream));
-    let protected = match config.policy {
-        Policy::None => routes.into_router(),
-        Policy::Tower => tower_policy(routes.into_router(), config.workers),
-        Policy::Shed => shed_policy(routes, config.workers)?,
+    let (protected, shedder) = match config.policy {
+        Policy::None => (routes.into_router(), None),
+        Policy::Tower => (tower_policy(routes.into_router(), config.workers), None),
+        Policy::Shed => {
+            let (router, shedder) = shed_policy(routes, config.workers)?;
+            (router, Some(shedder))
+        }
     };
     let stats = Arc::clone(downstream);
     let admin = Arc::clone(downstream);
     Ok(protected
         .route(
             "/stats",
-            get(move || async move { Json(stats.snapshot().to_json()) }),
+            get(move || async move {
+                let mut json = stats.snapshot().to_json();
+                if let Some(shedder) = &shedder {
+                    let engine = shed::axum::stats::to_json(&shedder.stats());
+                    json["shed"] = serde_json::from_str(&engine).unwrap_or_default();
+                }
+                Json(json)
+            }),
         )
         .route(
             "/admin/slowdown/{percent}",
@@ -509,7 +552,9 @@ fn app(config: &ServerConfig, downstream: &Arc<Downstream>) -> Result<Router, Se
                 admin.set_slowdown_pct(percent);
                 StatusCode::NO_CONTENT
             }),
-        ))
+        )
+        // Outermost, so the stamp is taken before any policy layer runs.
+        .layer(axum::middleware::map_request(stamp_arrival)))
 }
 
 /// A running server; [`Server::stop`] shuts it down.
