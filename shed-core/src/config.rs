@@ -131,7 +131,7 @@ impl Builder {
     /// The least time a request needs to be worth starting: one whose remaining
     /// deadline is shorter than this is refused at once. A request that must
     /// wait for a slot needs its predicted wait plus this, or plus the measured
-    /// 90th percentile of service time when that is longer, and leaves the queue unserved
+    /// 95th percentile of service time when that is longer, and leaves the queue unserved
     /// when less is left. Default 5 ms.
     pub fn min_useful_window(mut self, window: Duration) -> Self {
         self.min_useful_window = window;

@@ -116,9 +116,9 @@ impl Controller {
         self.service.mean()
     }
 
-    /// The 90th percentile of the time a request holds its slot, once known.
-    pub(crate) fn p90_service(&self) -> Option<u64> {
-        self.service.p90()
+    /// The 95th percentile of the time a request holds its slot, once known.
+    pub(crate) fn p95_service(&self) -> Option<u64> {
+        self.service.p95()
     }
 
     /// Completions per second with every slot busy, once a service time is known.

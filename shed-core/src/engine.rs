@@ -189,13 +189,13 @@ impl Engine {
     }
 
     /// The least time a request that must wait for a slot needs left when it
-    /// gets one: the configured minimum useful window, or the measured 90th
+    /// gets one: the configured minimum useful window, or the measured 95th
     /// percentile of service time when that is longer. Scarce slots go to
     /// requests likely to finish in time; a slot given to one that finishes
     /// after its caller gave up is wasted.
     fn useful_window_when_waiting(&self) -> u64 {
-        let p90_service = self.controller.p90_service().unwrap_or(0);
-        self.config.min_useful_window.max(p90_service)
+        let p95_service = self.controller.p95_service().unwrap_or(0);
+        self.config.min_useful_window.max(p95_service)
     }
 
     /// How long a new arrival of `rank` would wait for a slot, in nanoseconds;

@@ -1,12 +1,12 @@
-//! How long requests hold their slots: a smoothed mean and 90th percentile.
+//! How long requests hold their slots: a smoothed mean and 95th percentile.
 //!
 //! Each completion adds its service time to the interval's sum and to one
 //! bucket of a log-scale histogram (bucket `i` holds times in
 //! `[2^i, 2^(i+1))` microseconds), and keeps the longest. When the controller
-//! closes an interval it folds the interval's mean and 90th percentile (read
+//! closes an interval it folds the interval's mean and 95th percentile (read
 //! from the histogram, never above the longest time seen) into moving averages.
 //!
-//! The mean gives the drain rate (`limit / mean`). The 90th percentile is how
+//! The mean gives the drain rate (`limit / mean`). The 95th percentile is how
 //! much time a request that had to wait should still have when it gets a
 //! slot: with less, it is likely to finish after its caller has given up,
 //! and the slot is wasted.
@@ -19,8 +19,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const BUCKETS: usize = 25;
-/// The share of completions at or below the percentile kept.
-const QUANTILE: f64 = 0.9;
+/// The share of completions at or below the percentile kept (the 95th).
+const QUANTILE: f64 = 0.95;
 
 /// Service times of the current interval, and their smoothed summaries.
 #[derive(Debug)]
@@ -30,7 +30,7 @@ pub(crate) struct ServiceTimes {
     max_nanos: AtomicU64,
     buckets: [AtomicU64; BUCKETS],
     mean: AtomicU64,
-    p90: AtomicU64,
+    p95: AtomicU64,
 }
 
 impl ServiceTimes {
@@ -41,7 +41,7 @@ impl ServiceTimes {
             max_nanos: AtomicU64::new(0),
             buckets: [const { AtomicU64::new(0) }; BUCKETS],
             mean: AtomicU64::new(0),
-            p90: AtomicU64::new(0),
+            p95: AtomicU64::new(0),
         }
     }
 
@@ -58,9 +58,9 @@ impl ServiceTimes {
         known(self.mean.load(Ordering::Relaxed))
     }
 
-    /// The smoothed 90th percentile in nanoseconds, once known.
-    pub(crate) fn p90(&self) -> Option<u64> {
-        known(self.p90.load(Ordering::Relaxed))
+    /// The smoothed 95th percentile in nanoseconds, once known.
+    pub(crate) fn p95(&self) -> Option<u64> {
+        known(self.p95.load(Ordering::Relaxed))
     }
 
     /// Closes the interval: folds its mean and percentile into the averages.
@@ -77,7 +77,7 @@ impl ServiceTimes {
         }
         smooth(&self.mean, (total / completions).max(1));
         // Buckets are a factor of two wide: never estimate beyond what was seen.
-        smooth(&self.p90, quantile(&counts, QUANTILE).min(max).max(1));
+        smooth(&self.p95, quantile(&counts, QUANTILE).min(max).max(1));
     }
 }
 
@@ -138,17 +138,17 @@ mod tests {
     }
 
     #[test]
-    fn the_percentile_lies_in_the_bucket_of_the_ninetieth_completion() {
+    fn the_percentile_lies_in_the_bucket_of_the_ninety_fifth_completion() {
         let times = ServiceTimes::new();
-        for _ in 0..90 {
+        for _ in 0..95 {
             times.record(MS); // bucket [512 us, 1024 us)
         }
-        for _ in 0..10 {
+        for _ in 0..5 {
             times.record(100 * MS); // bucket [65.5 ms, 131 ms)
         }
         times.close_interval();
-        let p90 = times.p90().unwrap();
-        assert!((512_000..=1_024_000).contains(&p90), "{p90}");
+        let p95 = times.p95().unwrap();
+        assert!((512_000..=1_024_000).contains(&p95), "{p95}");
     }
 
     #[test]
@@ -156,7 +156,7 @@ mod tests {
         let times = ServiceTimes::new();
         times.record(10 * MS);
         times.close_interval();
-        assert_eq!(times.p90(), Some(10 * MS));
+        assert_eq!(times.p95(), Some(10 * MS));
     }
 
     #[test]
@@ -166,7 +166,7 @@ mod tests {
             times.record(if i % 5 == 0 { 200 * MS } else { 10 * MS });
         }
         times.close_interval();
-        assert!(times.p90().unwrap() > times.mean().unwrap());
+        assert!(times.p95().unwrap() > times.mean().unwrap());
     }
 
     #[test]
