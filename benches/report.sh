@@ -8,6 +8,8 @@
 # Every figure is the median of criterion's samples; every comparison is a
 # ratio of two figures measured in the same criterion group of the same run.
 # The instruction counts come from .ci/instructions when valgrind is present.
+# Set REPORT_COMMIT when running from an export without .git (for example
+# `git archive HEAD`, which keeps others' uncommitted edits out of the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +38,8 @@ export REPORT_TARGET_DIR="$target_dir" REPORT_STARTED="$started" \
     REPORT_LOAD_BEFORE="$load_before" REPORT_LOAD_AFTER="$load_after" \
     REPORT_GUARD="$guard" REPORT_ARGS="$*" \
     REPORT_CPU="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" \
-    REPORT_NPROC="$(nproc)" REPORT_RUSTC="$(rustc --version)"
+    REPORT_NPROC="$(nproc)" REPORT_RUSTC="$(rustc --version)" \
+    REPORT_COMMIT="${REPORT_COMMIT:-$(git describe --always --dirty 2>/dev/null || echo unknown)}"
 
 python3 - <<'PY'
 import json, os
@@ -122,6 +125,7 @@ lines = [
     "|---|---|",
     f"| machine | {os.environ['REPORT_NPROC']} cores, {os.environ['REPORT_CPU']} |",
     f"| date | {os.environ['REPORT_STARTED']} |",
+    f"| commit measured | {os.environ['REPORT_COMMIT']} |",
     f"| toolchain | {os.environ['REPORT_RUSTC']}, `bench` profile |",
     f"| load average (1, 5, 15 min) | before {os.environ['REPORT_LOAD_BEFORE']}, after {os.environ['REPORT_LOAD_AFTER']} |",
     f"| reproduce | `benches/report.sh{' ' + args if args else ''}` |",
