@@ -15,19 +15,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{Extensions, HeaderMap, HeaderName, Method, Uri};
+use http::{Extensions, HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use shed_core::wire::ATTEMPT_HEADER;
 use shed_core::Class;
 
 use crate::parse;
-
-const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
-const CONNECT_TIMEOUT_MS: HeaderName = HeaderName::from_static("connect-timeout-ms");
-const ENVOY_TIMEOUT_MS: HeaderName = HeaderName::from_static("x-envoy-expected-rq-timeout-ms");
-const SHED_ATTEMPT: HeaderName = HeaderName::from_static(shed_core::wire::ATTEMPT_HEADER);
-const GRPC_PREVIOUS_ATTEMPTS: HeaderName = HeaderName::from_static("grpc-previous-rpc-attempts");
-const ENVOY_ATTEMPT_COUNT: HeaderName = HeaderName::from_static("x-envoy-attempt-count");
-const AMZ_SDK_REQUEST: HeaderName = HeaderName::from_static("amz-sdk-request");
-const STAINLESS_RETRY_COUNT: HeaderName = HeaderName::from_static("x-stainless-retry-count");
 
 /// A borrowed view of a request's head, given to classifier closures.
 ///
@@ -129,24 +121,27 @@ impl Classification {
 
 impl Classifier {
     pub(crate) fn classify(&self, head: &RequestHead<'_>) -> Classification {
+        let wire = WireHeaders::scan(head.headers, self.caller_class_header.as_ref());
         Classification {
-            class: self.class(head),
-            attempt: attempt(head.headers),
-            timeout: self.timeout(head.headers),
+            class: self.class(head, &wire),
+            attempt: wire.attempt(),
+            timeout: wire
+                .deadline()
+                .or(self.default_deadline)
+                .map(|timeout| timeout.min(self.max_deadline)),
             cohort_key: self.cohort_key_fn.as_ref().and_then(|key| key(head)),
         }
     }
 
-    fn class(&self, head: &RequestHead<'_>) -> Class {
+    fn class(&self, head: &RequestHead<'_>, wire: &WireHeaders<'_>) -> Class {
         let assigned = self
             .class_fn
             .as_ref()
             .and_then(|choose| choose(head))
             .unwrap_or(self.class);
-        let claimed = self
-            .caller_class_header
-            .as_ref()
-            .and_then(|name| parse::single(head.headers, name))
+        let claimed = wire
+            .caller_class
+            .get()
             .and_then(|value| value.to_str().ok())
             .and_then(|name| Class::from_name(name.trim()));
         match claimed {
@@ -155,41 +150,108 @@ impl Classifier {
             None => assigned,
         }
     }
+}
 
-    fn timeout(&self, headers: &HeaderMap) -> Option<Duration> {
-        deadline(headers)
-            .or(self.default_deadline)
-            .map(|timeout| timeout.min(self.max_deadline))
+/// The value of one header that must appear at most once: a repeated header
+/// is ambiguous, so it counts as absent.
+#[derive(Clone, Copy, Debug, Default)]
+enum Single<'a> {
+    #[default]
+    Absent,
+    Once(&'a HeaderValue),
+    Repeated,
+}
+
+impl<'a> Single<'a> {
+    fn put(&mut self, value: &'a HeaderValue) {
+        *self = match self {
+            Single::Absent => Single::Once(value),
+            _ => Single::Repeated,
+        };
+    }
+
+    fn get(&self) -> Option<&'a HeaderValue> {
+        match self {
+            Single::Once(value) => Some(value),
+            _ => None,
+        }
+    }
+
+    fn bytes(&self) -> Option<&'a [u8]> {
+        self.get().map(HeaderValue::as_bytes)
     }
 }
 
-/// The shortest valid deadline among the deadline headers.
-pub(crate) fn deadline(headers: &HeaderMap) -> Option<Duration> {
-    let read = |name: &HeaderName| parse::single(headers, name).map(|value| value.as_bytes());
-    let grpc = read(&GRPC_TIMEOUT).and_then(parse::grpc_timeout);
-    let connect = read(&CONNECT_TIMEOUT_MS).and_then(parse::millis);
-    let envoy = read(&ENVOY_TIMEOUT_MS).and_then(parse::millis);
-    [grpc, connect, envoy].into_iter().flatten().min()
+/// The headers shed reads, found in one pass over the request head: one
+/// walk costs less than eight hash lookups for a head of ordinary size.
+#[derive(Debug, Default)]
+struct WireHeaders<'a> {
+    grpc_timeout: Single<'a>,
+    connect_timeout_ms: Single<'a>,
+    envoy_timeout_ms: Single<'a>,
+    shed_attempt: Single<'a>,
+    grpc_previous_attempts: Single<'a>,
+    envoy_attempt_count: Single<'a>,
+    amz_sdk_request: Single<'a>,
+    stainless_retry_count: Single<'a>,
+    caller_class: Single<'a>,
 }
 
-/// The highest attempt number any retry marker claims; 1 when none does.
-pub(crate) fn attempt(headers: &HeaderMap) -> u32 {
-    let read = |name: &HeaderName| parse::single(headers, name).map(|value| value.as_bytes());
-    let retries_after = |count: u32| count.saturating_add(1);
-    [
-        read(&SHED_ATTEMPT).and_then(parse::count),
-        read(&GRPC_PREVIOUS_ATTEMPTS)
-            .and_then(parse::count)
-            .map(retries_after),
-        read(&ENVOY_ATTEMPT_COUNT).and_then(parse::count),
-        read(&AMZ_SDK_REQUEST).and_then(parse::amz_sdk_attempt),
-        read(&STAINLESS_RETRY_COUNT)
-            .and_then(parse::count)
-            .map(retries_after),
-    ]
-    .into_iter()
-    .flatten()
-    .max()
-    .unwrap_or(1)
-    .max(1)
+impl<'a> WireHeaders<'a> {
+    fn scan(headers: &'a HeaderMap, caller_class: Option<&HeaderName>) -> WireHeaders<'a> {
+        let mut wire = WireHeaders::default();
+        for (name, value) in headers {
+            let slot = match name.as_str() {
+                "grpc-timeout" => &mut wire.grpc_timeout,
+                "connect-timeout-ms" => &mut wire.connect_timeout_ms,
+                "x-envoy-expected-rq-timeout-ms" => &mut wire.envoy_timeout_ms,
+                ATTEMPT_HEADER => &mut wire.shed_attempt,
+                "grpc-previous-rpc-attempts" => &mut wire.grpc_previous_attempts,
+                "x-envoy-attempt-count" => &mut wire.envoy_attempt_count,
+                "amz-sdk-request" => &mut wire.amz_sdk_request,
+                "x-stainless-retry-count" => &mut wire.stainless_retry_count,
+                _ if caller_class == Some(name) => &mut wire.caller_class,
+                _ => continue,
+            };
+            slot.put(value);
+        }
+        wire
+    }
+
+    /// The shortest valid deadline among the deadline headers.
+    fn deadline(&self) -> Option<Duration> {
+        [
+            self.grpc_timeout.bytes().and_then(parse::grpc_timeout),
+            self.connect_timeout_ms.bytes().and_then(parse::millis),
+            self.envoy_timeout_ms.bytes().and_then(parse::millis),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// The highest attempt number any retry marker claims; 1 when none does.
+    fn attempt(&self) -> u32 {
+        let retries_after = |count: u32| count.saturating_add(1);
+        [
+            self.shed_attempt.bytes().and_then(parse::count),
+            self.grpc_previous_attempts
+                .bytes()
+                .and_then(parse::count)
+                .map(retries_after),
+            self.envoy_attempt_count.bytes().and_then(parse::count),
+            self.amz_sdk_request
+                .bytes()
+                .and_then(parse::amz_sdk_attempt),
+            self.stainless_retry_count
+                .bytes()
+                .and_then(parse::count)
+                .map(retries_after),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(1)
+        .max(1)
+    }
 }

@@ -7,17 +7,7 @@
 
 use std::time::Duration;
 
-use http::header::{GetAll, HeaderValue};
-use http::{HeaderMap, HeaderName};
-
-/// The only value of a header that must appear at most once; `None` when it
-/// is absent or repeated (a repeated header is ambiguous, so ignored).
-pub(crate) fn single<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a HeaderValue> {
-    let all: GetAll<'a, HeaderValue> = headers.get_all(name);
-    let mut values = all.iter();
-    let first = values.next()?;
-    values.next().is_none().then_some(first)
-}
+use http::header::HeaderValue;
 
 /// A decimal number of at most `max_digits` ASCII digits, no sign, no spaces.
 pub(crate) fn digits(value: &[u8], max_digits: usize) -> Option<u64> {
@@ -185,15 +175,5 @@ mod tests {
             grpc_timeout(format_grpc_timeout(Duration::from_millis(1_450)).as_bytes()),
             Some(Duration::from_millis(1_450))
         );
-    }
-
-    #[test]
-    fn a_repeated_header_counts_as_absent() {
-        let mut headers = HeaderMap::new();
-        let name = HeaderName::from_static("grpc-timeout");
-        headers.append(&name, HeaderValue::from_static("1S"));
-        assert!(single(&headers, &name).is_some());
-        headers.append(&name, HeaderValue::from_static("2S"));
-        assert!(single(&headers, &name).is_none());
     }
 }

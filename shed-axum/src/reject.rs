@@ -132,12 +132,12 @@ fn http_answer<B>(
         overload_status
     };
     let body = problem_json(rejection, status, attempt);
-    let mut response = Response::new(ShedBody::full(Bytes::from(body)));
+    let mut response = Response::new(ShedBody::full(body));
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, PROBLEM_JSON);
     if let Some(after) = rejection.retry_after() {
-        headers.insert(RETRY_AFTER, HeaderValue::from(after.as_secs()));
+        headers.insert(RETRY_AFTER, seconds_value(after.as_secs()));
     }
     response
 }
@@ -166,19 +166,40 @@ fn grpc_answer<B>(
     response
 }
 
+/// Whole seconds as a header value, without allocating for the common
+/// values (up to a minute).
+fn seconds_value(secs: u64) -> HeaderValue {
+    const SMALL: [&str; 61] = [
+        "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16",
+        "17", "18", "19", "20", "21", "22", "23", "24", "25", "26", "27", "28", "29", "30", "31",
+        "32", "33", "34", "35", "36", "37", "38", "39", "40", "41", "42", "43", "44", "45", "46",
+        "47", "48", "49", "50", "51", "52", "53", "54", "55", "56", "57", "58", "59", "60",
+    ];
+    match SMALL.get(secs as usize) {
+        Some(text) => HeaderValue::from_static(text),
+        None => HeaderValue::from(secs),
+    }
+}
+
+/// The longest problem body: every piece at its longest, with room to spare.
+const PROBLEM_CAPACITY: usize = 384;
+
 /// The RFC 9457 problem body. Every string in it is a fixed ASCII name, so no
 /// escaping is needed.
 ///
-/// Built by pushing its pieces: on the reject path `write!`'s formatting
-/// machinery cost more instructions than the engine's whole decision.
-fn problem_json(rejection: &Rejection, status: StatusCode, attempt: u32) -> String {
+/// Built on the stack by pushing its pieces, then copied once into a buffer
+/// of exactly its length: on the reject path, `write!`'s formatting machinery
+/// cost more instructions than the engine's whole decision, and a `String`
+/// handed to `Bytes` costs a second allocation when its capacity is not its
+/// length.
+fn problem_json(rejection: &Rejection, status: StatusCode, attempt: u32) -> Bytes {
     let reason = rejection.reason();
     let kind = if reason.is_deadline() {
         "deadline"
     } else {
         "overloaded"
     };
-    let mut body = String::with_capacity(256);
+    let mut body = StackText::new();
     for piece in [
         r#"{"type":"urn:shed:"#,
         kind,
@@ -194,31 +215,61 @@ fn problem_json(rejection: &Rejection, status: StatusCode, attempt: u32) -> Stri
         rejection.class().as_str(),
         r#"","attempt":"#,
     ] {
-        body.push_str(piece);
+        body.push(piece.as_bytes());
     }
-    push_decimal(&mut body, u64::from(attempt));
+    body.push_decimal(u64::from(attempt));
     if let Some(after) = rejection.retry_after() {
-        body.push_str(r#","retry_after_ms":"#);
-        push_decimal(&mut body, after.as_millis());
+        body.push(br#","retry_after_ms":"#);
+        body.push_decimal(after.as_millis());
     }
-    body.push('}');
-    body
+    body.push(b"}");
+    Bytes::copy_from_slice(body.as_bytes())
 }
 
-/// Appends `n` in decimal.
-fn push_decimal(body: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+/// A fixed buffer on the stack for a short text.
+struct StackText {
+    bytes: [u8; PROBLEM_CAPACITY],
+    len: usize,
+}
+
+impl StackText {
+    fn new() -> StackText {
+        StackText {
+            bytes: [0; PROBLEM_CAPACITY],
+            len: 0,
         }
     }
-    for digit in &digits[start..] {
-        body.push(char::from(*digit));
+
+    /// Appends `piece`; what would not fit is cut off (never reached: the
+    /// capacity covers the longest body).
+    fn push(&mut self, piece: &[u8]) {
+        let fits = piece.len().min(PROBLEM_CAPACITY - self.len);
+        debug_assert_eq!(
+            fits,
+            piece.len(),
+            "problem body over {PROBLEM_CAPACITY} bytes"
+        );
+        self.bytes[self.len..self.len + fits].copy_from_slice(&piece[..fits]);
+        self.len += fits;
+    }
+
+    /// Appends `n` in decimal.
+    fn push_decimal(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[start..]);
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
@@ -253,6 +304,13 @@ mod tests {
     }
 
     #[test]
+    fn retry_after_seconds_are_written_in_decimal() {
+        for secs in [0, 1, 9, 30, 60, 61, 3_600] {
+            assert_eq!(seconds_value(secs), HeaderValue::from(secs));
+        }
+    }
+
+    #[test]
     fn the_problem_body_is_the_one_write_would_render() {
         let shedder = Shedder::builder()
             .limit(1)
@@ -277,7 +335,7 @@ mod tests {
                 ] {
                     assert_eq!(
                         problem_json(rejection, status, attempt),
-                        formatted(rejection, status, attempt)
+                        formatted(rejection, status, attempt).as_bytes()
                     );
                 }
             }

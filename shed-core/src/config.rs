@@ -21,6 +21,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::retry_after::JITTER_ONE;
 use crate::{Class, Clock, MonotonicClock, Shedder};
 
 /// The largest concurrency limit: far above any real service, far below the
@@ -250,8 +251,8 @@ impl Builder {
             shed_share: self.shed_share,
             recovery_step: self.recovery_step,
             min_useful_window: nanos(self.min_useful_window),
-            retry_after_cap: self.retry_after_cap,
-            retry_after_jitter: self.retry_after_jitter,
+            retry_after_cap: nanos(self.retry_after_cap),
+            retry_after_jitter: (self.retry_after_jitter * JITTER_ONE as f64).round() as u64,
             clock: self.clock,
         })
     }
@@ -287,8 +288,9 @@ pub(crate) struct Config {
     pub(crate) shed_share: f64,
     pub(crate) recovery_step: u16,
     pub(crate) min_useful_window: u64,
-    pub(crate) retry_after_cap: Duration,
-    pub(crate) retry_after_jitter: f64,
+    pub(crate) retry_after_cap: u64,
+    /// In 1/65,536ths.
+    pub(crate) retry_after_jitter: u64,
     pub(crate) clock: Arc<dyn Clock>,
 }
 

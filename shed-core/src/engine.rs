@@ -157,16 +157,17 @@ impl Engine {
     fn rejection(&self, reason: RejectReason, rank: Rank, cohort: Cohort) -> Rejection {
         self.counters.count(rank.class(), Outcome::of(reason));
         let retry_after = reason.is_overload().then(|| {
+            let limit = u64::from(self.slots.limit());
             retry_after::compute(Inputs {
                 rank,
                 queue_ahead: self.queue_ahead(rank),
-                drain_rate: self.controller.drain_rate(self.slots.limit()),
+                slot_time: self.controller.mean_service().map(|mean| mean / limit),
                 distance_below_level: self.controller.level().distance_below(rank, cohort),
                 recovery_step: self.config.recovery_step,
-                interval: Duration::from_nanos(self.config.interval),
+                interval: self.config.interval,
                 cap: self.config.retry_after_cap,
                 jitter: self.config.retry_after_jitter,
-                unit: random::unit(),
+                sample: random::next_u64() >> 48,
             })
         });
         Rejection::new(reason, rank, retry_after)

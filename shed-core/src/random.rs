@@ -27,8 +27,3 @@ pub(crate) fn next_u64() -> u64 {
         x
     })
 }
-
-/// A pseudo-random number uniform in `[0, 1)`.
-pub(crate) fn unit() -> f64 {
-    (next_u64() >> 11) as f64 / (1u64 << 53) as f64
-}

@@ -6,48 +6,58 @@
 //! retry, which ranks below every original) are told to wait longer:
 //!
 //! ```text
-//! drain    = (queue ahead + 1) / drain rate           (at least one interval)
+//! drain    = (queue ahead + 1) * slot time                 (at least one interval)
 //! recovery = ceil(distance below level / recovery step) * interval
-//! weight   = 1 + (7 - rank) / 4                       (critical 1 ... background retry 2.75)
+//! weight   = (11 - rank) / 4                               (critical 1 ... background retry 2.75)
 //! delay    = min(cap, (drain + recovery) * weight * (1 + jitter * u)),  u uniform in [0, 1)
 //! ```
 //!
-//! The header carries whole seconds, rounded up, at least 1
-//! ([`RetryAfter::as_secs`](crate::RetryAfter::as_secs)).
+//! The slot time is the mean service time divided by the limit: the mean gap
+//! between completions with every slot busy. Everything is integer
+//! nanoseconds (the jitter in 1/65,536ths), so the reject path does no
+//! floating-point work. The header carries whole seconds, rounded up, at
+//! least 1 ([`RetryAfter::as_secs`](crate::RetryAfter::as_secs)).
 
 use std::time::Duration;
 
 use crate::{Rank, RetryAfter};
 
-/// Everything the delay is computed from.
+/// One, in the 16-bit fixed point used for jitter.
+pub(crate) const JITTER_ONE: u64 = 1 << 16;
+
+/// Everything the delay is computed from, in nanoseconds.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Inputs {
     pub(crate) rank: Rank,
     pub(crate) queue_ahead: u32,
-    pub(crate) drain_rate: Option<f64>,
+    /// Mean gap between completions with every slot busy, once measured.
+    pub(crate) slot_time: Option<u64>,
     pub(crate) distance_below_level: u16,
     pub(crate) recovery_step: u16,
-    pub(crate) interval: Duration,
-    pub(crate) cap: Duration,
-    pub(crate) jitter: f64,
-    /// A sample uniform in `[0, 1)`.
-    pub(crate) unit: f64,
+    pub(crate) interval: u64,
+    pub(crate) cap: u64,
+    /// The jitter fraction, in 1/65,536ths.
+    pub(crate) jitter: u64,
+    /// A sample uniform in `[0, 65,536)`.
+    pub(crate) sample: u64,
 }
 
 pub(crate) fn compute(inputs: Inputs) -> RetryAfter {
-    let interval = inputs.interval.as_secs_f64();
-    let drain = match inputs.drain_rate {
-        Some(rate) if rate > 0.0 => (f64::from(inputs.queue_ahead) + 1.0) / rate,
-        _ => interval,
+    let interval = u128::from(inputs.interval);
+    let drain = match inputs.slot_time {
+        Some(slot_time) => (u128::from(inputs.queue_ahead) + 1) * u128::from(slot_time),
+        None => interval,
     }
     .max(interval);
-    let intervals_to_recover =
-        f64::from(inputs.distance_below_level) / f64::from(inputs.recovery_step.max(1));
-    let recovery = intervals_to_recover.ceil() * interval;
-    let weight = 1.0 + (Rank::COUNT - 1 - inputs.rank.index()) as f64 / 4.0;
-    let seconds = (drain + recovery) * weight * (1.0 + inputs.jitter * inputs.unit);
-    let cap = inputs.cap.as_secs_f64();
-    RetryAfter::new(Duration::from_secs_f64(seconds.clamp(0.0, cap)))
+    let step = u128::from(inputs.recovery_step.max(1));
+    let recovery = u128::from(inputs.distance_below_level).div_ceil(step) * interval;
+    let weight = (Rank::COUNT + 3 - inputs.rank.index()) as u128; // in quarters
+    let weighted = (drain + recovery) * weight / 4;
+    let one = u128::from(JITTER_ONE);
+    let stretch = one * one + u128::from(inputs.jitter) * u128::from(inputs.sample);
+    let delay = weighted * stretch / (one * one);
+    let nanos = delay.min(u128::from(inputs.cap)) as u64;
+    RetryAfter::new(Duration::from_nanos(nanos))
 }
 
 #[cfg(test)]
@@ -55,17 +65,19 @@ mod tests {
     use super::*;
     use crate::Class;
 
+    const MS: u64 = 1_000_000;
+
     fn inputs(rank: Rank) -> Inputs {
         Inputs {
             rank,
             queue_ahead: 100,
-            drain_rate: Some(1_000.0),
+            slot_time: Some(MS), // 1,000 completions per second
             distance_below_level: 0,
             recovery_step: 8,
-            interval: Duration::from_millis(100),
-            cap: Duration::from_secs(30),
-            jitter: 0.0,
-            unit: 0.0,
+            interval: 100 * MS,
+            cap: 30_000 * MS,
+            jitter: 0,
+            sample: 0,
         }
     }
 
@@ -86,7 +98,7 @@ mod tests {
     #[test]
     fn unknown_drain_rate_waits_one_interval() {
         let mut unknown = inputs(Rank::new(Class::Critical, false));
-        unknown.drain_rate = None;
+        unknown.slot_time = None;
         assert_eq!(compute(unknown).exact(), Duration::from_millis(100));
     }
 
@@ -101,8 +113,8 @@ mod tests {
     fn jitter_stretches_by_at_most_its_fraction() {
         let plain = compute(inputs(Rank::ALL[3])).exact();
         let mut jittered = inputs(Rank::ALL[3]);
-        jittered.jitter = 0.25;
-        jittered.unit = 0.999_999;
+        jittered.jitter = JITTER_ONE / 4;
+        jittered.sample = JITTER_ONE - 1;
         let stretched = compute(jittered).exact();
         assert!(stretched > plain && stretched <= plain.mul_f64(1.25));
     }
