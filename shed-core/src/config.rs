@@ -38,7 +38,7 @@ pub const MAX_QUEUE_CAPACITY: usize = 1 << 20;
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct Builder {
     limit: usize,
-    queue_capacity: usize,
+    queue_capacity: Option<usize>,
     max_wait: [Duration; 4],
     target_sojourn: Duration,
     interval: Duration,
@@ -55,7 +55,7 @@ impl Default for Builder {
     fn default() -> Self {
         Builder {
             limit: 64,
-            queue_capacity: 128,
+            queue_capacity: None,
             max_wait: [
                 Duration::from_secs(2),     // background
                 Duration::from_secs(1),     // batch
@@ -82,10 +82,12 @@ impl Builder {
         self
     }
 
-    /// How many requests may wait in each rank's queue. Default 128; 0 disables
-    /// waiting (a full service refuses at once).
+    /// How many requests may wait in each rank's queue. Default: the limit, so
+    /// that no rank queues more than one round of slots (a deeper queue only
+    /// hands out slots to requests that have waited longer than a service
+    /// time). 0 disables waiting: a full service refuses at once.
     pub fn queue_capacity(mut self, capacity: usize) -> Self {
-        self.queue_capacity = capacity;
+        self.queue_capacity = Some(capacity);
         self
     }
 
@@ -171,12 +173,13 @@ impl Builder {
     fn validate(self) -> Result<Config, ConfigError> {
         let fail = |setting, problem: String| Err(ConfigError { setting, problem });
         let limit = validate_limit(self.limit)?;
-        if self.queue_capacity > MAX_QUEUE_CAPACITY {
+        let queue_capacity = self.queue_capacity.unwrap_or(limit as usize);
+        if queue_capacity > MAX_QUEUE_CAPACITY {
             return fail(
                 "queue_capacity",
                 format!(
                     "is {}; set it to at most {MAX_QUEUE_CAPACITY} (waiting requests per rank)",
-                    self.queue_capacity
+                    queue_capacity
                 ),
             );
         }
@@ -243,7 +246,7 @@ impl Builder {
         }
         Ok(Config {
             limit,
-            queue_capacity: self.queue_capacity,
+            queue_capacity,
             max_wait: self.max_wait.map(nanos),
             target_sojourn: nanos(self.target_sojourn),
             interval: nanos(self.interval),

@@ -33,7 +33,7 @@ struct StandingQueue {
 
 impl StandingQueue {
     fn new(builder: Builder) -> StandingQueue {
-        let (shedder, clock) = build(builder.limit(1));
+        let (shedder, clock) = build(builder.limit(1).queue_capacity(64));
         let held = Some(shedder.try_admit(&Arrival::new(Class::Critical)).unwrap());
         let waiting = (0..20).map(|_| queued(shedder.admit(&batch()))).collect();
         StandingQueue {

@@ -17,7 +17,7 @@ fn in_ms(clock: &ManualClock, millis: u64) -> std::time::Instant {
 /// controller interval, so it knows its drain rate: 100 requests per second.
 /// The returned permit holds the slot.
 fn knowing_its_drain_rate() -> (Shedder, ManualClock, Permit) {
-    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let served = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
     clock.advance(ms(10));
     drop(served);
@@ -112,7 +112,7 @@ fn the_predicted_wait_counts_only_the_waiters_served_before_the_request() {
 
 #[test]
 fn before_the_drain_rate_is_known_a_short_deadline_may_wait() {
-    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let _held = shedder
         .try_admit(&Arrival::new(Class::Interactive))
         .unwrap();
@@ -124,7 +124,7 @@ fn before_the_drain_rate_is_known_a_short_deadline_may_wait() {
 
 #[test]
 fn a_waiter_leaves_the_queue_the_minimum_useful_window_before_its_deadline() {
-    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let _held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
     let deadline = in_ms(&clock, 100);
     let waiter = queued(shedder.admit(&Arrival::new(Class::Batch).with_deadline(deadline)));
@@ -138,7 +138,7 @@ fn a_waiter_leaves_the_queue_the_minimum_useful_window_before_its_deadline() {
 
 #[test]
 fn a_deadline_that_comes_too_close_while_waiting_drops_the_request_without_retry_after() {
-    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let held = shedder
         .try_admit(&Arrival::new(Class::Interactive))
         .unwrap();
@@ -159,7 +159,7 @@ fn a_deadline_that_comes_too_close_while_waiting_drops_the_request_without_retry
 
 #[test]
 fn a_waiter_past_its_deadline_is_passed_over_when_a_slot_frees() {
-    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
     let short = Arrival::new(Class::Critical).with_deadline(in_ms(&clock, 50));
     let mut expired = queued(shedder.admit(&short));

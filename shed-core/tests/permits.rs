@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 fn one_slot() -> Shedder {
-    build(Shedder::builder().limit(1)).0
+    build(Shedder::builder().limit(1).queue_capacity(64)).0
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn dropping_a_granted_but_unpolled_waiter_with_nobody_behind_returns_the_slot_to
 
 #[test]
 fn a_granted_waiter_keeps_its_slot_even_if_polled_after_its_wait_would_have_ended() {
-    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let permit = shedder
         .try_admit(&Arrival::new(Class::Interactive))
         .unwrap();
@@ -161,7 +161,7 @@ fn a_released_slot_wakes_the_waiter_it_was_handed_to() {
 
 #[test]
 fn a_permit_records_how_long_its_request_waited() {
-    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let first = admitted(shedder.admit(&Arrival::new(Class::Batch)));
     assert_eq!(first.queued(), ms(0));
     let mut waiter = queued(shedder.admit(&Arrival::new(Class::Batch)));

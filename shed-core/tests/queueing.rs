@@ -26,7 +26,7 @@ fn served_next(waiters: &mut [Option<Waiter>]) -> usize {
 
 #[test]
 fn waiters_of_one_rank_are_served_first_in_first_out() {
-    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
     let mut waiters: Vec<Option<Waiter>> = (0..5)
         .map(|_| Some(queued(shedder.admit(&Arrival::new(Class::Batch)))))
@@ -43,7 +43,7 @@ fn waiters_of_one_rank_are_served_first_in_first_out() {
 
 #[test]
 fn the_most_important_waiter_is_served_first_across_ranks() {
-    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
     // Arrive least important last, most important in the middle.
     let ranks = [
@@ -71,7 +71,7 @@ fn the_most_important_waiter_is_served_first_across_ranks() {
 
 #[test]
 fn an_arrival_does_not_take_a_freed_slot_from_a_waiter() {
-    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
     let mut waiter = queued(shedder.admit(&Arrival::new(Class::Background)));
     drop(held);
@@ -119,7 +119,7 @@ fn a_zero_capacity_queue_refuses_at_once_instead_of_waiting() {
 
 #[test]
 fn try_admit_refuses_instead_of_queueing() {
-    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let _held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
     let refused = shedder
         .try_admit(&Arrival::new(Class::Critical))
@@ -131,7 +131,7 @@ fn try_admit_refuses_instead_of_queueing() {
 #[test]
 fn an_admission_can_be_awaited_until_a_slot_frees() {
     use std::future::IntoFuture;
-    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
     let mut admit = shedder.admit(&Arrival::new(Class::Batch)).into_future();
     assert_pending(&mut admit);
@@ -145,7 +145,7 @@ fn an_admission_can_be_awaited_until_a_slot_frees() {
 
 #[test]
 fn raising_the_limit_hands_the_new_slots_to_waiters_most_important_first() {
-    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let _held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
     let mut background = queued(shedder.admit(&Arrival::new(Class::Background)));
     let mut interactive = queued(shedder.admit(&Arrival::new(Class::Interactive)));
@@ -163,7 +163,7 @@ fn raising_the_limit_hands_the_new_slots_to_waiters_most_important_first() {
 
 #[test]
 fn raising_the_limit_with_nobody_waiting_frees_slots_for_arrivals() {
-    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let _held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
     shedder.set_limit(2).unwrap();
     assert_eq!(shedder.in_flight(), 1);
@@ -201,7 +201,7 @@ fn an_invalid_new_limit_is_refused_and_the_old_one_kept() {
 
 #[test]
 fn admitted_and_queued_requests_are_counted_per_class() {
-    let (shedder, _clock) = build(Shedder::builder().limit(1));
+    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
     let mut waiter = queued(shedder.admit(&Arrival::new(Class::Interactive)));
     drop(held);
@@ -214,4 +214,19 @@ fn admitted_and_queued_requests_are_counted_per_class() {
         shedder.admit(&Arrival::new(Class::Critical)),
         Admission::Queued(_)
     ));
+}
+
+#[test]
+fn by_default_each_rank_queues_as_many_requests_as_the_limit() {
+    let (shedder, _clock) = build(Shedder::builder().limit(2));
+    let _busy: Vec<_> = (0..2)
+        .map(|_| shedder.try_admit(&Arrival::new(Class::Critical)).unwrap())
+        .collect();
+    let _waiting: Vec<_> = (0..2)
+        .map(|_| queued(shedder.admit(&Arrival::new(Class::Batch))))
+        .collect();
+    let refused = rejected(shedder.admit(&Arrival::new(Class::Batch)));
+    assert_eq!(refused.reason(), RejectReason::QueueFull);
+    // Another rank has its own queue of the same size.
+    let _other = queued(shedder.admit(&Arrival::new(Class::Interactive)));
 }

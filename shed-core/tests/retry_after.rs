@@ -90,6 +90,7 @@ fn a_longer_queue_ahead_means_a_longer_wait() {
     let (shedder, clock) = build(
         Shedder::builder()
             .limit(1)
+            .queue_capacity(64)
             .interval(ms(10))
             .retry_after_jitter(0.0),
     );
@@ -116,7 +117,12 @@ fn a_longer_queue_ahead_means_a_longer_wait() {
 
 #[test]
 fn ranks_further_below_the_level_are_told_to_wait_longer() {
-    let (shedder, clock) = build(Shedder::builder().limit(1).retry_after_jitter(0.0));
+    let (shedder, clock) = build(
+        Shedder::builder()
+            .limit(1)
+            .queue_capacity(64)
+            .retry_after_jitter(0.0),
+    );
     // A standing queue of batch requests (behind a critical one, so no batch
     // request ever finds a free slot) for one interval raises the level past
     // every rank below batch.
