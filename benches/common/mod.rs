@@ -70,6 +70,7 @@ pub fn overloaded() -> (Shedder, Overload) {
     let clock = ManualClock::new();
     let shedder = Shedder::builder()
         .limit(2)
+        .queue_capacity(8)
         .clock(ChargedManualClock(clock.clone()))
         .build()
         .expect("valid config");
