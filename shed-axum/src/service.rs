@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http::{Request, Response};
 use pin_project_lite::pin_project;
@@ -60,10 +60,10 @@ where
         let shedder = &self.layer.shedder;
         let head = RequestHead::of(&request);
         let facts = self.layer.config.classifier.classify(&head);
-        let deadline = facts.timeout.map(|timeout| shedder.now() + timeout);
+        // The engine turns the timeout into a deadline with its own clock read.
         let mut arrival = Arrival::new(facts.class)
             .with_attempt(facts.attempt)
-            .with_optional_deadline(deadline);
+            .with_timeout(facts.timeout);
         if let Some(key) = facts.cohort_key {
             arrival = arrival.with_cohort_key(key);
         }
@@ -73,7 +73,6 @@ where
                 request,
                 permit,
                 &facts,
-                deadline,
                 self.layer.config.release_on,
             ),
             Admission::Queued(waiter) => {
@@ -86,7 +85,6 @@ where
                         inner: std::mem::replace(&mut self.inner, ready),
                         request,
                         facts,
-                        deadline,
                         layer: self.layer.clone(),
                     }),
                 }
@@ -105,7 +103,6 @@ fn serve<S, ReqBody, ResBody>(
     mut request: Request<ReqBody>,
     permit: Permit,
     facts: &Classification,
-    deadline: Option<Instant>,
     release_on: ReleaseOn,
 ) -> Kind<S, ReqBody, ResBody>
 where
@@ -119,6 +116,7 @@ where
         "admitted"
     );
     let grpc = is_grpc(request.headers());
+    let deadline = permit.deadline();
     request.extensions_mut().insert(Admitted {
         class: facts.class,
         attempt: facts.attempt,
@@ -205,7 +203,6 @@ struct Pending<S, B> {
     inner: S,
     request: Request<B>,
     facts: Classification,
-    deadline: Option<Instant>,
     layer: ShedLayer,
 }
 
@@ -255,20 +252,14 @@ where
                         mut inner,
                         request,
                         facts,
-                        deadline,
                         layer,
                     } = pending
                         .take()
                         .expect("ResponseFuture polled after completion");
                     let next = match verdict {
-                        Ok(permit) => serve(
-                            &mut inner,
-                            request,
-                            permit,
-                            &facts,
-                            deadline,
-                            layer.config.release_on,
-                        ),
+                        Ok(permit) => {
+                            serve(&mut inner, request, permit, &facts, layer.config.release_on)
+                        }
                         Err(rejection) => Kind::Rejected {
                             response: Some(refuse(
                                 &layer,

@@ -11,7 +11,7 @@
 //! assert!(arrival.is_retry());
 //! ```
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::{Class, Cohort, Rank};
 
@@ -22,8 +22,17 @@ use crate::{Class, Cohort, Rank};
 pub struct Arrival {
     class: Class,
     attempt: u32,
-    deadline: Option<Instant>,
+    deadline: DeadlineSource,
     cohort: CohortSource,
+}
+
+/// How an arrival's deadline is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DeadlineSource {
+    None,
+    At(Instant),
+    /// A time from the moment the engine judges the request.
+    After(Duration),
 }
 
 /// How an arrival's cohort is chosen.
@@ -43,7 +52,7 @@ impl Arrival {
         Arrival {
             class,
             attempt: 1,
-            deadline: None,
+            deadline: DeadlineSource::None,
             cohort: CohortSource::Spread,
         }
     }
@@ -56,13 +65,40 @@ impl Arrival {
 
     /// Sets the instant after which an answer is useless to the caller.
     pub const fn with_deadline(mut self, deadline: Instant) -> Arrival {
-        self.deadline = Some(deadline);
+        self.deadline = DeadlineSource::At(deadline);
         self
     }
 
     /// Sets or clears the deadline.
     pub const fn with_optional_deadline(mut self, deadline: Option<Instant>) -> Arrival {
-        self.deadline = deadline;
+        self.deadline = match deadline {
+            Some(at) => DeadlineSource::At(at),
+            None => DeadlineSource::None,
+        };
+        self
+    }
+
+    /// Sets the deadline as a time from the moment the engine judges the
+    /// request, or clears it. The engine turns it into an instant with the
+    /// clock read it makes anyway (see [`Permit::deadline`](crate::Permit::deadline)),
+    /// so a host that only has a relative timeout (a `grpc-timeout` header)
+    /// need not read the clock itself.
+    ///
+    /// ```
+    /// use shed_core::{Arrival, Class, Shedder};
+    /// use std::time::Duration;
+    ///
+    /// let shedder = Shedder::with_limit(1)?;
+    /// let arrival = Arrival::new(Class::Interactive).with_timeout(Some(Duration::from_millis(250)));
+    /// let permit = shedder.try_admit(&arrival).unwrap();
+    /// assert!(permit.deadline().is_some());
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub const fn with_timeout(mut self, timeout: Option<Duration>) -> Arrival {
+        self.deadline = match timeout {
+            Some(after) => DeadlineSource::After(after),
+            None => DeadlineSource::None,
+        };
         self
     }
 
@@ -99,9 +135,26 @@ impl Arrival {
         Rank::of(self.class, self.attempt)
     }
 
-    /// The deadline, if the caller has one.
+    /// The deadline, if one was given as an instant ([`with_deadline`](Arrival::with_deadline)).
     pub const fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        match self.deadline {
+            DeadlineSource::At(at) => Some(at),
+            _ => None,
+        }
+    }
+
+    /// The deadline in the engine's nanoseconds, given `now` and a conversion
+    /// of instants.
+    pub(crate) fn deadline_nanos(
+        &self,
+        now: u64,
+        since_epoch: impl Fn(Instant) -> u64,
+    ) -> Option<u64> {
+        match self.deadline {
+            DeadlineSource::None => None,
+            DeadlineSource::At(at) => Some(since_epoch(at)),
+            DeadlineSource::After(after) => Some(now.saturating_add(crate::config::nanos(after))),
+        }
     }
 
     pub(crate) const fn cohort_source(&self) -> CohortSource {

@@ -67,7 +67,7 @@ impl Engine {
         self.controller
             .tick(now, false, self.slots.limit(), &self.config);
         let rank = arrival.rank();
-        let deadline = arrival.deadline().map(|at| self.since_epoch(at));
+        let deadline = arrival.deadline_nanos(now, |at| self.since_epoch(at));
         if deadline.is_some_and(|deadline| deadline <= now) {
             return self.refuse(RejectReason::DeadlinePassed, rank, Cohort::MAX);
         }
@@ -90,7 +90,7 @@ impl Engine {
         }
         if free && self.slots.try_take(rank) {
             self.controller.record_no_wait(rank);
-            return Admission::Admitted(self.permit(rank, now, 0));
+            return Admission::Admitted(self.permit(rank, now, deadline));
         }
         if !may_wait || self.config.queue_capacity == 0 {
             return self.refuse(RejectReason::QueueFull, rank, cohort);
@@ -115,7 +115,7 @@ impl Engine {
         if self.slots.take_or_wait(rank) == TakeOrWait::Took {
             drop(queues);
             self.controller.record_no_wait(rank);
-            return Admission::Admitted(self.permit(rank, now, 0));
+            return Admission::Admitted(self.permit(rank, now, deadline));
         }
         if queues.len(rank) >= self.config.queue_capacity {
             drop(queues);
@@ -141,12 +141,14 @@ impl Engine {
             id,
             rank,
             self.instant(expires_at),
+            deadline,
         ))
     }
 
-    fn permit(self: &Arc<Self>, rank: Rank, now: u64, sojourn: u64) -> Permit {
+    /// A permit taken without waiting.
+    fn permit(self: &Arc<Self>, rank: Rank, now: u64, deadline: Option<u64>) -> Permit {
         self.counters.count(rank.class(), Outcome::Admitted);
-        Permit::new(Arc::clone(self), rank, now, sojourn)
+        Permit::new(Arc::clone(self), rank, now, 0, deadline)
     }
 
     fn refuse(&self, reason: RejectReason, rank: Rank, cohort: Cohort) -> Admission {
@@ -336,7 +338,13 @@ impl Engine {
         self.give_back(self.now());
     }
 
-    pub(crate) fn make_permit(self: &Arc<Self>, rank: Rank, at: u64, sojourn: u64) -> Permit {
-        Permit::new(Arc::clone(self), rank, at, sojourn)
+    pub(crate) fn make_permit(
+        self: &Arc<Self>,
+        rank: Rank,
+        at: u64,
+        sojourn: u64,
+        deadline: Option<u64>,
+    ) -> Permit {
+        Permit::new(Arc::clone(self), rank, at, sojourn, deadline)
     }
 }

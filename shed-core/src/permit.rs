@@ -13,7 +13,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::engine::Engine;
 use crate::{Class, Rank};
@@ -30,15 +30,23 @@ pub struct Permit {
     rank: Rank,
     started_at: u64,
     queued: Duration,
+    deadline: Option<u64>,
 }
 
 impl Permit {
-    pub(crate) fn new(engine: Arc<Engine>, rank: Rank, started_at: u64, sojourn: u64) -> Permit {
+    pub(crate) fn new(
+        engine: Arc<Engine>,
+        rank: Rank,
+        started_at: u64,
+        sojourn: u64,
+        deadline: Option<u64>,
+    ) -> Permit {
         Permit {
             engine,
             rank,
             started_at,
             queued: Duration::from_nanos(sojourn),
+            deadline,
         }
     }
 
@@ -50,6 +58,11 @@ impl Permit {
     /// The class the request was admitted at.
     pub fn class(&self) -> Class {
         self.rank.class()
+    }
+
+    /// The request's deadline, on the engine's clock, if it has one.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline.map(|nanos| self.engine.instant(nanos))
     }
 
     /// How long the request waited in the queue before it got this slot (zero on the fast path).

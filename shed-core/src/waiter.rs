@@ -55,6 +55,7 @@ pub struct Waiter {
     id: u64,
     rank: Rank,
     expires_at: Instant,
+    deadline: Option<u64>,
     finished: bool,
 }
 
@@ -65,6 +66,7 @@ impl Waiter {
         id: u64,
         rank: Rank,
         expires_at: Instant,
+        deadline: Option<u64>,
     ) -> Waiter {
         Waiter {
             engine,
@@ -72,6 +74,7 @@ impl Waiter {
             id,
             rank,
             expires_at,
+            deadline,
             finished: false,
         }
     }
@@ -92,7 +95,9 @@ impl Waiter {
         self.finished = true;
         match verdict {
             CellState::Granted { at, sojourn } => {
-                Ok(self.engine.make_permit(self.rank, at, sojourn))
+                Ok(self
+                    .engine
+                    .make_permit(self.rank, at, sojourn, self.deadline))
             }
             CellState::Rejected(rejection) => Err(rejection),
             CellState::Waiting(_) | CellState::Finished => {
