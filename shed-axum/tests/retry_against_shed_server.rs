@@ -12,7 +12,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::routing::get;
 use axum::Router;
-use common::{get as get_request, hold_slot, text};
+use common::{full_shedder, get as get_request, hold_slot, text};
 use http::{Request, Response};
 use shed_axum::client::ShedRetryLayer;
 use shed_axum::{Admitted, ShedLayer, TokioClock};
@@ -129,13 +129,7 @@ async fn advance_until(mut done: impl FnMut() -> bool) -> bool {
 
 #[tokio::test(start_paused = true)]
 async fn a_refused_call_is_retried_with_the_marker_after_the_retry_after_it_was_given() {
-    let shedder = Shedder::builder()
-        .limit(1)
-        .queue_capacity(0)
-        .clock(TokioClock)
-        .build()
-        .unwrap();
-    let busy = hold_slot(&shedder);
+    let (shedder, busy) = full_shedder();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(500)).await;
         drop(busy);
@@ -169,7 +163,7 @@ async fn a_refused_call_is_retried_with_the_marker_after_the_retry_after_it_was_
 
 #[tokio::test(start_paused = true)]
 async fn a_pushback_longer_than_the_deadline_ends_the_call_with_the_refusal() {
-    let (shedder, _busy) = common::full_shedder();
+    let (shedder, _busy) = full_shedder();
     let app = Router::new()
         .route("/", get(|| async { "served" }))
         .layer(ShedLayer::new(shedder));
