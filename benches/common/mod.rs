@@ -1,7 +1,10 @@
 //! Engine states shared by the criterion suites and the callgrind guard.
 //!
-//! Every state is reached through shed-core's public API only.
+//! Every state is reached through shed-core's public API only; the routers
+//! measured whole are in [`router`].
 #![allow(dead_code)] // each bench target uses a different subset
+
+pub mod router;
 
 use std::future::Future;
 use std::pin::pin;
