@@ -15,6 +15,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use http::header::CONTENT_TYPE;
 use http::{Extensions, HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use shed_core::wire::ATTEMPT_HEADER;
 use shed_core::Class;
@@ -120,9 +121,13 @@ impl Classification {
 }
 
 impl Classifier {
-    pub(crate) fn classify(&self, head: &RequestHead<'_>) -> Classification {
+    /// The request's classification, and whether its caller speaks gRPC
+    /// (its first `content-type`, found in the same walk over the head
+    /// rather than by another lookup).
+    pub(crate) fn classify(&self, head: &RequestHead<'_>) -> (Classification, bool) {
         let wire = WireHeaders::scan(head.headers, self.caller_class_header.as_ref());
-        Classification {
+        let grpc = wire.content_type.is_some_and(crate::reject::is_grpc_type);
+        let facts = Classification {
             class: self.class(head, &wire),
             attempt: wire.attempt(),
             timeout: wire
@@ -130,7 +135,8 @@ impl Classifier {
                 .or(self.default_deadline)
                 .map(|timeout| timeout.min(self.max_deadline)),
             cohort_key: self.cohort_key_fn.as_ref().and_then(|key| key(head)),
-        }
+        };
+        (facts, grpc)
     }
 
     fn class(&self, head: &RequestHead<'_>, wire: &WireHeaders<'_>) -> Class {
@@ -195,12 +201,17 @@ struct WireHeaders<'a> {
     amz_sdk_request: Single<'a>,
     stainless_retry_count: Single<'a>,
     caller_class: Single<'a>,
+    /// The first `content-type`, as `HeaderMap::get` returns it.
+    content_type: Option<&'a HeaderValue>,
 }
 
 impl<'a> WireHeaders<'a> {
     fn scan(headers: &'a HeaderMap, caller_class: Option<&HeaderName>) -> WireHeaders<'a> {
         let mut wire = WireHeaders::default();
         for (name, value) in headers {
+            if *name == CONTENT_TYPE && wire.content_type.is_none() {
+                wire.content_type = Some(value);
+            }
             let slot = match name.as_str() {
                 "grpc-timeout" => &mut wire.grpc_timeout,
                 "connect-timeout-ms" => &mut wire.connect_timeout_ms,

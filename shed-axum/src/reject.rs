@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
-use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
+use http::{HeaderName, HeaderValue, Response, StatusCode};
 use shed_core::Rejection;
 
 use crate::body::ShedBody;
@@ -82,11 +82,11 @@ impl fmt::Debug for Responder {
     }
 }
 
-/// Whether the caller speaks gRPC (`content-type: application/grpc`, `+proto`, `+json`...).
-pub(crate) fn is_grpc(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"))
+/// Whether a request's (first) `content-type` says its caller speaks gRPC
+/// (`application/grpc`, `+proto`, `+json`...). Classification finds the
+/// header in its walk over the head, so no lookup is spent on it.
+pub(crate) fn is_grpc_type(value: &HeaderValue) -> bool {
+    value.as_bytes().starts_with(b"application/grpc")
 }
 
 impl Responder {
@@ -95,11 +95,12 @@ impl Responder {
         rejection: &Rejection,
         head: &RequestHead<'_>,
         attempt: u32,
+        grpc: bool,
     ) -> Response<ShedBody<B>> {
         if let Some(custom) = self.hook.as_ref().and_then(|hook| hook(rejection, head)) {
             return custom.map(ShedBody::full);
         }
-        if is_grpc(head.headers) {
+        if grpc {
             grpc_answer(rejection, self.grpc_overload_status)
         } else {
             http_answer(rejection, self.overload_status, attempt)

@@ -15,7 +15,7 @@ use crate::body::ShedBody;
 use crate::classify::{Classification, RequestHead};
 use crate::extract::Admitted;
 use crate::layer::ReleaseOn;
-use crate::reject::{deadline_answer, is_grpc};
+use crate::reject::deadline_answer;
 use crate::ShedLayer;
 
 /// Admission control around an inner service; made by [`ShedLayer`].
@@ -59,7 +59,7 @@ where
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let shedder = &self.layer.shedder;
         let head = RequestHead::of(&request);
-        let facts = self.layer.config.classifier.classify(&head);
+        let (facts, grpc) = self.layer.config.classifier.classify(&head);
         // The engine turns the timeout into a deadline with its own clock read.
         let mut arrival = Arrival::new(facts.class)
             .with_attempt(facts.attempt)
@@ -73,6 +73,7 @@ where
                 request,
                 permit,
                 &facts,
+                grpc,
                 self.layer.config.release_on,
             ),
             Admission::Queued(waiter) => {
@@ -85,12 +86,13 @@ where
                         inner: std::mem::replace(&mut self.inner, ready),
                         request,
                         facts,
+                        grpc,
                         layer: self.layer.clone(),
                     }),
                 }
             }
             Admission::Rejected(rejection) => Kind::Rejected {
-                response: Some(refuse(&self.layer, &rejection, &head, &facts)),
+                response: Some(refuse(&self.layer, &rejection, &head, &facts, grpc)),
             },
         };
         ResponseFuture { kind }
@@ -103,6 +105,7 @@ fn serve<S, ReqBody, ResBody>(
     mut request: Request<ReqBody>,
     permit: Permit,
     facts: &Classification,
+    grpc: bool,
     release_on: ReleaseOn,
 ) -> Kind<S, ReqBody, ResBody>
 where
@@ -115,7 +118,6 @@ where
         queued_ms = permit.queued().as_millis() as u64,
         "admitted"
     );
-    let grpc = is_grpc(request.headers());
     let deadline = permit.deadline();
     request.extensions_mut().insert(Admitted {
         class: facts.class,
@@ -138,6 +140,7 @@ fn refuse<B>(
     rejection: &Rejection,
     head: &RequestHead<'_>,
     facts: &Classification,
+    grpc: bool,
 ) -> Response<ShedBody<B>> {
     tracing::debug!(
         target: "shed",
@@ -150,7 +153,7 @@ fn refuse<B>(
     layer
         .config
         .responder
-        .respond(rejection, head, facts.attempt)
+        .respond(rejection, head, facts.attempt, grpc)
 }
 
 pin_project! {
@@ -203,6 +206,8 @@ struct Pending<S, B> {
     inner: S,
     request: Request<B>,
     facts: Classification,
+    /// Whether the caller speaks gRPC, as classification found.
+    grpc: bool,
     layer: ShedLayer,
 }
 
@@ -252,20 +257,27 @@ where
                         mut inner,
                         request,
                         facts,
+                        grpc,
                         layer,
                     } = pending
                         .take()
                         .expect("ResponseFuture polled after completion");
                     let next = match verdict {
-                        Ok(permit) => {
-                            serve(&mut inner, request, permit, &facts, layer.config.release_on)
-                        }
+                        Ok(permit) => serve(
+                            &mut inner,
+                            request,
+                            permit,
+                            &facts,
+                            grpc,
+                            layer.config.release_on,
+                        ),
                         Err(rejection) => Kind::Rejected {
                             response: Some(refuse(
                                 &layer,
                                 &rejection,
                                 &RequestHead::of(&request),
                                 &facts,
+                                grpc,
                             )),
                         },
                     };
