@@ -603,12 +603,8 @@ fn plots(
             &path,
             &format!(
                 "isolation: interactive goodput; batch at 12x from {:.0} s to {:.0} s",
-                trials
-                    .first()
-                    .map_or(0.0, |t| t.spec.phase_start(1).as_secs_f64()),
-                trials
-                    .first()
-                    .map_or(0.0, |t| t.spec.phase_start(2).as_secs_f64()),
+                phase_start(trials, 1),
+                phase_start(trials, 2),
             ),
             "seconds",
             "interactive req/s",
@@ -625,12 +621,8 @@ fn plots(
             &path,
             &format!(
                 "metastable: goodput; capacity halved from {:.0} s to {:.0} s",
-                trials
-                    .first()
-                    .map_or(0.0, |t| t.spec.phase_start(1).as_secs_f64()),
-                trials
-                    .first()
-                    .map_or(0.0, |t| t.spec.phase_start(2).as_secs_f64()),
+                phase_start(trials, 1),
+                phase_start(trials, 2),
             ),
             "seconds",
             "req/s",
@@ -638,4 +630,11 @@ fn plots(
         )?,
     }
     Ok(vec![path])
+}
+
+/// When phase `phase` of the scenario's trials begins, in seconds (0 without trials).
+fn phase_start(trials: &[Trial], phase: usize) -> f64 {
+    trials
+        .first()
+        .map_or(0.0, |t| t.spec.phase_start(phase).as_secs_f64())
 }

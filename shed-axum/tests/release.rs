@@ -13,7 +13,7 @@ use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
 use common::{
-    get as get_request, get_with, hold_slot, json, settle, shedder, ChannelBody, DropFlag,
+    endless_handler, get as get_request, get_with, hold_slot, json, settle, shedder, ChannelBody,
 };
 use http::StatusCode;
 use http_body_util::BodyExt;
@@ -26,17 +26,6 @@ use tower_http::timeout::TimeoutLayer;
 
 async fn panics() -> &'static str {
     panic!("handler bug")
-}
-
-/// A handler that never finishes and flags when its future is dropped.
-fn endless_handler(dropped: Arc<AtomicBool>) -> axum::routing::MethodRouter {
-    get(move || {
-        let guard = DropFlag(dropped.clone());
-        async move {
-            let _guard = guard;
-            std::future::pending::<()>().await;
-        }
-    })
 }
 
 #[tokio::test(start_paused = true)]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use axum::body::{Body, Bytes};
 use axum::routing::{get, post};
 use axum::Router;
-use common::{full_shedder, settle_real, shedder, DropFlag};
+use common::{endless_handler, full_shedder, settle_real, shedder};
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
@@ -33,16 +33,6 @@ async fn serve(app: Router) -> SocketAddr {
 
 fn client() -> Client<hyper_util::client::legacy::connect::HttpConnector, Empty<Bytes>> {
     Client::builder(TokioExecutor::new()).build_http()
-}
-
-fn endless_handler(dropped: Arc<AtomicBool>) -> axum::routing::MethodRouter {
-    get(move || {
-        let guard = DropFlag(dropped.clone());
-        async move {
-            let _guard = guard;
-            std::future::pending::<()>().await;
-        }
-    })
 }
 
 /// Reads from `stream` until `needle` has been seen (bounded by the bytes a

@@ -158,3 +158,17 @@ impl Drop for DropFlag {
         self.0.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// A GET handler that never finishes and sets `dropped` when its future is
+/// dropped: proof that shed (or hyper) cancelled it.
+pub fn endless_handler(
+    dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> axum::routing::MethodRouter {
+    axum::routing::get(move || {
+        let guard = DropFlag(dropped.clone());
+        async move {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+        }
+    })
+}
