@@ -423,6 +423,11 @@ fn isolation_table(lab: &Lab, trials: &[Trial]) -> Table {
             pct(metrics::wasted_ratio(&t.server.total()), 1),
             verdict(inter.success_ratio() >= 0.995 && all.shed_ratio() > 0.5),
         ]);
+        table.note(format!(
+            "{}: interactive failed attempts over the spike: {}",
+            t.policy,
+            inter.failures_label()
+        ));
     }
     table
 }

@@ -146,12 +146,18 @@ impl Controller {
 
     fn update(&self, now: u64, limit: u32, config: &Config) {
         let elapsed = now.saturating_sub(self.last_update.swap(now, Ordering::Relaxed));
-        // The worst standing queue: the largest of the ranks' shortest waits.
+        // The worst standing queue: the largest of the shortest waits of the
+        // ranks still admitted. A rank the level sheds whole is being emptied
+        // anyway; its waits say nothing about the ranks above it, and
+        // counting them would cut into the next rank for nothing.
+        let (first_admitted, _) = self.level().boundary();
         let min_sojourn = self
             .min_sojourn
             .iter()
-            .map(|min| min.swap(NO_SAMPLE, Ordering::Relaxed))
-            .filter(|min| *min != NO_SAMPLE)
+            .enumerate()
+            .map(|(rank, min)| (rank, min.swap(NO_SAMPLE, Ordering::Relaxed)))
+            .filter(|(rank, min)| *rank >= first_admitted.index() && *min != NO_SAMPLE)
+            .map(|(_, min)| min)
             .max()
             .unwrap_or(NO_SAMPLE);
         self.recent_sojourn.store(min_sojourn, Ordering::Relaxed);
