@@ -117,15 +117,7 @@ fn parse(args: &[String]) -> Result<Command, String> {
                 service,
             },
         }),
-        [] => Ok(lab_command(
-            Scenario::ALL.to_vec(),
-            quick,
-            policies,
-            workers,
-            service,
-            out,
-        )),
-        [all] if all == "all" => Ok(lab_command(
+        names if names.is_empty() || names == ["all"] => Ok(lab_command(
             Scenario::ALL.to_vec(),
             quick,
             policies,
