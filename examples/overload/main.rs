@@ -230,6 +230,20 @@ mod tests {
     }
 
     #[test]
+    fn no_scenario_and_all_both_run_every_scenario() {
+        for line in ["", "all", "all --quick"] {
+            let Ok(Command::Lab { scenarios, .. }) = parse(&args(line)) else {
+                panic!("{line:?}: lab command expected");
+            };
+            assert_eq!(scenarios, Scenario::ALL.to_vec(), "{line:?}");
+        }
+        let Ok(Command::Lab { scenarios, .. }) = parse(&args("steady deadline")) else {
+            panic!("lab command expected");
+        };
+        assert_eq!(scenarios, [Scenario::Steady, Scenario::Deadline]);
+    }
+
+    #[test]
     fn unknown_scenario_is_refused() {
         assert!(parse(&args("bogus")).is_err());
         assert!(parse(&args("--policies none,nope")).is_err());
