@@ -89,6 +89,7 @@ impl Wire {
 fn policy(deadline: Duration) -> RetryPolicy {
     RetryPolicy::new(Arc::new(RetryBudget::default()))
         .with_config(RetryConfig::default().with_deadline(deadline))
+        .unwrap()
         .with_jitter(|| 0.5)
 }
 

@@ -311,6 +311,10 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
+    pub(crate) fn new(setting: &'static str, problem: String) -> ConfigError {
+        ConfigError { setting, problem }
+    }
+
     /// The name of the builder method whose value was refused.
     pub fn setting(&self) -> &'static str {
         self.setting

@@ -17,6 +17,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::ConfigError;
+
 use super::{
     Backoff, Decision, Jitter, Outcome, Pushback, Reason, Replay, RetryBudget, RetryStats,
     RetryableSet, SplitMix64,
@@ -60,17 +62,60 @@ impl Default for RetryConfig {
 }
 
 impl RetryConfig {
-    /// Sets the attempt cap, the original included (0 counts as 1).
+    /// Sets the attempt cap, the original included; at least 1 (checked by
+    /// [`validate`](RetryConfig::validate)).
     ///
     /// ```
     /// use shed_core::retry::RetryConfig;
     ///
-    /// assert_eq!(RetryConfig::default().with_max_attempts(0).max_attempts(), 1);
+    /// assert_eq!(RetryConfig::default().with_max_attempts(5).max_attempts(), 5);
+    /// assert!(RetryConfig::default().with_max_attempts(0).validate().is_err());
     /// ```
     #[must_use]
     pub const fn with_max_attempts(mut self, max_attempts: u32) -> Self {
-        self.max_attempts = if max_attempts == 0 { 1 } else { max_attempts };
+        self.max_attempts = max_attempts;
         self
+    }
+
+    /// Checks that the settings make sense together: at least one attempt,
+    /// and a deadline longer than the response reserve plus the minimum
+    /// attempt window (or no attempt would ever fit).
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the setting and what to set it to.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::retry::RetryConfig;
+    ///
+    /// assert!(RetryConfig::default().validate().is_ok());
+    /// let error = RetryConfig::default()
+    ///     .with_deadline(Duration::from_millis(60))
+    ///     .validate()
+    ///     .unwrap_err();
+    /// assert_eq!(error.setting(), "deadline");
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_attempts == 0 {
+            return Err(ConfigError::new(
+                "max_attempts",
+                "is 0; set it to at least 1 (the original counts as an attempt)".to_string(),
+            ));
+        }
+        let needed = self
+            .response_reserve
+            .saturating_add(self.min_attempt_window);
+        if self.deadline <= needed {
+            return Err(ConfigError::new(
+                "deadline",
+                format!(
+                    "is {:?}; make it longer than response_reserve + min_attempt_window ({needed:?}), or no attempt fits",
+                    self.deadline
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Sets the default deadline of an operation, measured from its original.
@@ -282,20 +327,25 @@ impl RetryPolicy {
         }
     }
 
-    /// Replaces the configuration.
+    /// Replaces the configuration, once it passes [`RetryConfig::validate`].
+    ///
+    /// # Errors
+    ///
+    /// The [`ConfigError`] of an invalid configuration.
     ///
     /// ```
     /// use std::sync::Arc;
     /// use shed_core::retry::{RetryBudget, RetryConfig, RetryPolicy};
     ///
     /// let policy = RetryPolicy::new(Arc::new(RetryBudget::default()))
-    ///     .with_config(RetryConfig::default().with_max_attempts(2));
+    ///     .with_config(RetryConfig::default().with_max_attempts(2))?;
     /// assert_eq!(policy.config().max_attempts(), 2);
+    /// # Ok::<(), shed_core::ConfigError>(())
     /// ```
-    #[must_use]
-    pub fn with_config(mut self, config: RetryConfig) -> Self {
+    pub fn with_config(mut self, config: RetryConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
         self.config = config;
-        self
+        Ok(self)
     }
 
     /// Replaces the jitter source, e.g. with `|| 0.5` in tests.
@@ -577,5 +627,42 @@ impl Operation {
         self.deadline
             .checked_sub(self.response_reserve)?
             .checked_sub(window)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_configuration_is_valid() {
+        assert_eq!(RetryConfig::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn an_attempt_cap_of_zero_is_refused_with_what_to_set() {
+        let error = RetryConfig::default()
+            .with_max_attempts(0)
+            .validate()
+            .unwrap_err();
+        assert_eq!(error.setting(), "max_attempts");
+        assert!(error.to_string().contains("at least 1"), "{error}");
+    }
+
+    #[test]
+    fn a_deadline_no_attempt_fits_in_is_refused() {
+        // 50 ms reserve + 20 ms window: a 70 ms deadline leaves nothing.
+        let config = RetryConfig::default().with_deadline(Duration::from_millis(70));
+        assert_eq!(config.validate().unwrap_err().setting(), "deadline");
+        let config = RetryConfig::default().with_deadline(Duration::from_millis(71));
+        assert_eq!(config.validate(), Ok(()));
+    }
+
+    #[test]
+    fn an_invalid_configuration_leaves_the_policy_unbuilt() {
+        let policy = RetryPolicy::new(Arc::new(RetryBudget::default()));
+        assert!(policy
+            .with_config(RetryConfig::default().with_max_attempts(0))
+            .is_err());
     }
 }
