@@ -121,10 +121,19 @@ impl Controller {
         self.service.p95()
     }
 
+    /// The slot time: the mean gap between completions with every one of
+    /// `limit` slots busy, in nanoseconds, once a service time is known. The
+    /// one measure behind the predicted wait, Retry-After, the overload
+    /// target's floor and the drain rate in the stats.
+    pub(crate) fn slot_time(&self, limit: u32) -> Option<u64> {
+        self.mean_service()
+            .map(|mean| (mean / u64::from(limit.max(1))).max(1))
+    }
+
     /// Completions per second with every slot busy, once a service time is known.
     pub(crate) fn drain_rate(&self, limit: u32) -> Option<f64> {
-        self.mean_service()
-            .map(|mean| f64::from(limit) * 1e9 / mean as f64)
+        self.slot_time(limit)
+            .map(|slot_time| 1e9 / slot_time as f64)
     }
 
     /// Closes the interval if it is due (or `force`d by completions), when this
@@ -173,9 +182,7 @@ impl Controller {
         // busy) is about what any request waits for the next slot to free;
         // a shorter wait is no sign of a standing queue, so the target is
         // never below it (this matters for slow services with few slots).
-        let natural_wait = self
-            .mean_service()
-            .map_or(0, |mean| mean / u64::from(limit.max(1)) / 2);
+        let natural_wait = self.slot_time(limit).map_or(0, |slot_time| slot_time / 2);
         let target = config.target_sojourn.max(natural_wait);
         let overloaded = min_sojourn != NO_SAMPLE && min_sojourn > target;
         // Idleness wins: after so long without a single event, any sojourn

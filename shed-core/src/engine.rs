@@ -159,11 +159,10 @@ impl Engine {
     fn rejection(&self, reason: RejectReason, rank: Rank, cohort: Cohort) -> Rejection {
         self.counters.count(rank.class(), Outcome::of(reason));
         let retry_after = reason.is_overload().then(|| {
-            let limit = u64::from(self.slots.limit());
             retry_after::compute(Inputs {
                 rank,
                 queue_ahead: self.queue_ahead(rank),
-                slot_time: self.controller.mean_service().map(|mean| mean / limit),
+                slot_time: self.controller.slot_time(self.slots.limit()),
                 distance_below_level: self.controller.level().distance_below(rank, cohort),
                 recovery_step: self.config.recovery_step,
                 interval: self.config.interval,
@@ -202,12 +201,13 @@ impl Engine {
     }
 
     /// How long a new arrival of `rank` would wait for a slot, in nanoseconds;
-    /// zero while the drain rate is unknown.
+    /// zero while the slot time is unknown.
     fn predicted_wait(&self, rank: Rank) -> u64 {
-        match self.controller.drain_rate(self.slots.limit()) {
-            Some(rate) => ((f64::from(self.queue_ahead(rank)) + 1.0) / rate * 1e9) as u64,
-            None => 0,
-        }
+        self.controller
+            .slot_time(self.slots.limit())
+            .map_or(0, |slot_time| {
+                (u64::from(self.queue_ahead(rank)) + 1).saturating_mul(slot_time)
+            })
     }
 
     /// A permit's slot comes back after `service` nanoseconds of work.
