@@ -98,8 +98,11 @@ impl Builder {
         self
     }
 
-    /// The queue delay the controller tolerates: when even the shortest wait of an
-    /// interval exceeds it, the service is overloaded. Default 5 ms.
+    /// The queue delay the controller tolerates: when even the shortest wait of
+    /// some admitted rank's queue in an interval exceeds it, that rank has a
+    /// standing queue and the service is overloaded. The controller never uses
+    /// less than half a slot time (mean service time / limit / 2), the natural
+    /// wait for the next slot of a slow service. Default 5 ms.
     pub fn target_sojourn(mut self, target: Duration) -> Self {
         self.target_sojourn = target;
         self
