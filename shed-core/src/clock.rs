@@ -66,12 +66,15 @@ impl ManualClock {
         }
     }
 
-    /// Moves time forward by `by`.
+    /// Moves time forward by `by`. The clock counts up to `u64::MAX`
+    /// nanoseconds (about 584 years) and stops there: it never wraps back.
     pub fn advance(&self, by: Duration) {
         let nanos = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
-        self.shared
-            .elapsed_nanos
-            .fetch_add(nanos, Ordering::Relaxed);
+        let _ = self.shared.elapsed_nanos.fetch_update(
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+            |elapsed| Some(elapsed.saturating_add(nanos)),
+        );
     }
 
     /// How far the clock has been moved since it was made.

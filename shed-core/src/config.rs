@@ -29,6 +29,9 @@ use crate::{Class, Clock, MonotonicClock, Shedder};
 pub const MAX_LIMIT: usize = 1 << 24;
 /// The largest wait queue per rank.
 pub const MAX_QUEUE_CAPACITY: usize = 1 << 20;
+/// The longest accepted [`max_wait`](Builder::max_wait) and
+/// [`min_useful_window`](Builder::min_useful_window).
+const MAX_WAIT: Duration = Duration::from_secs(3_600);
 
 /// Settings for a [`Shedder`], validated by [`Builder::build`].
 ///
@@ -92,7 +95,8 @@ impl Builder {
     }
 
     /// The longest a request of `class` may wait for a slot before it is refused.
-    /// Defaults: critical 1 s, interactive 500 ms, batch 1 s, background 2 s.
+    /// Defaults: critical 1 s, interactive 500 ms, batch 1 s, background 2 s;
+    /// above zero and at most an hour.
     pub fn max_wait(mut self, class: Class, wait: Duration) -> Self {
         self.max_wait[class.index()] = wait;
         self
@@ -138,7 +142,7 @@ impl Builder {
     /// deadline is shorter than this is refused at once. A request that must
     /// wait for a slot needs its predicted wait plus this, or plus the measured
     /// 95th percentile of service time when that is longer, and leaves the queue unserved
-    /// when less is left. Default 5 ms.
+    /// when less is left. Default 5 ms; at most an hour.
     pub fn min_useful_window(mut self, window: Duration) -> Self {
         self.min_useful_window = window;
         self
@@ -187,12 +191,28 @@ impl Builder {
             );
         }
         for class in Class::ALL {
-            if self.max_wait[class.index()].is_zero() {
+            let wait = self.max_wait[class.index()];
+            if wait.is_zero() {
                 return fail(
                     "max_wait",
                     format!("for {class} is zero; give it a positive wait, or set queue_capacity(0) to disable waiting"),
                 );
             }
+            if wait > MAX_WAIT {
+                return fail(
+                    "max_wait",
+                    format!("for {class} is {wait:?}; set it to at most an hour (a request that waits longer has long been given up on)"),
+                );
+            }
+        }
+        if self.min_useful_window > MAX_WAIT {
+            return fail(
+                "min_useful_window",
+                format!(
+                    "is {:?}; set it to at most an hour (the least time a request needs to be worth starting)",
+                    self.min_useful_window
+                ),
+            );
         }
         if self.interval.is_zero() || self.interval > Duration::from_secs(60) {
             return fail(

@@ -12,17 +12,21 @@
 //! healthy, give positions back in steps that double while health lasts.
 //!
 //! There is no background task. Every door decision and completion checks
-//! whether the interval has ended; the one thread whose compare-and-swap moves
-//! the interval boundary does the update.
+//! whether the interval has ended; the one thread whose compare-and-swap
+//! claims the interval boundary does the update, and nobody else does until
+//! it has finished and set the next boundary.
 //!
 //! # Memory ordering
 //!
 //! All fields are independent atomics read and written `Relaxed`: the level
 //! is a heuristic, and a decision made on a level one update old is as good as
-//! one made a moment later. The interval boundary is claimed with `AcqRel` so
-//! the winning thread sees the counters of the interval it closes.
+//! one made a moment later. The interval boundary is claimed with `AcqRel`
+//! and reopened with `Release`, so each updater sees what the previous one
+//! wrote, and the counters of the interval it closes.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use crate::sync;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::config::Config;
@@ -30,6 +34,8 @@ use crate::service_time::ServiceTimes;
 use crate::{Cohort, Level, Rank};
 
 const NO_SAMPLE: u64 = u64::MAX;
+/// The interval boundary while one thread updates the controller.
+const UPDATING: u64 = u64::MAX;
 /// How many times the recovery step may double while health lasts.
 const MAX_RECOVERY_DOUBLINGS: u32 = 4;
 /// Idle intervals after which the level is reset to admit everything.
@@ -38,8 +44,8 @@ const IDLE_INTERVALS_TO_RESET: u64 = 16;
 /// The controller's state: the level and the current interval's measurements.
 #[derive(Debug)]
 pub(crate) struct Controller {
-    level: AtomicU32,
-    next_update: AtomicU64,
+    level: sync::AtomicU32,
+    next_update: sync::AtomicU64,
     last_update: AtomicU64,
     min_sojourn: [AtomicU64; Rank::COUNT],
     recent_sojourn: AtomicU64,
@@ -52,8 +58,8 @@ pub(crate) struct Controller {
 impl Controller {
     pub(crate) fn new(config: &Config) -> Controller {
         Controller {
-            level: AtomicU32::new(0),
-            next_update: AtomicU64::new(config.interval),
+            level: sync::AtomicU32::new(0),
+            next_update: sync::AtomicU64::new(config.interval),
             last_update: AtomicU64::new(0),
             min_sojourn: [const { AtomicU64::new(NO_SAMPLE) }; Rank::COUNT],
             recent_sojourn: AtomicU64::new(NO_SAMPLE),
@@ -138,19 +144,28 @@ impl Controller {
 
     /// Closes the interval if it is due (or `force`d by completions), when this
     /// thread wins the compare-and-swap on the boundary.
+    ///
+    /// The winner swaps the boundary for [`UPDATING`] until its update is
+    /// done, so exactly one thread updates at a time: a forced close that
+    /// races a due one finds the boundary taken and leaves the work to it.
     pub(crate) fn tick(&self, now: u64, force: bool, limit: u32, config: &Config) {
-        let due = self.next_update.load(Ordering::Relaxed);
-        if now < due && !force {
+        let due = self.next_update.load(Ordering::Acquire);
+        if due == UPDATING || (now < due && !force) {
             return;
         }
-        let next = now.saturating_add(config.interval);
         if self
             .next_update
-            .compare_exchange(due, next, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
+            .compare_exchange(due, UPDATING, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
         {
-            self.update(now, limit, config);
+            return;
         }
+        // Reopens the boundary even if the update unwinds.
+        let _reopen = Reopen {
+            boundary: &self.next_update,
+            next: now.saturating_add(config.interval).min(UPDATING - 1),
+        };
+        self.update(now, limit, config);
     }
 
     fn update(&self, now: u64, limit: u32, config: &Config) {
@@ -198,6 +213,19 @@ impl Controller {
             Level::new(level.get().saturating_sub(step))
         };
         self.level.store(u32::from(next.get()), Ordering::Relaxed);
+    }
+}
+
+/// Sets the next interval boundary when dropped, ending an update.
+struct Reopen<'a> {
+    boundary: &'a sync::AtomicU64,
+    next: u64,
+}
+
+impl Drop for Reopen<'_> {
+    fn drop(&mut self) {
+        // Release: the next updater sees everything this one wrote.
+        self.boundary.store(self.next, Ordering::Release);
     }
 }
 

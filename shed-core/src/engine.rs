@@ -6,17 +6,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
-
 use crate::arrival::CohortSource;
 use crate::config::{nanos, Config};
 use crate::controller::Controller;
-use crate::queue::{CellState, Entry, WaitQueues};
+use crate::queue::{CellState, Entry, QueueKey, WaitQueues};
 use crate::retry_after::{self, Inputs};
 use crate::slots::{Slots, TakeOrWait};
 use crate::stats::{Counters, Outcome};
+use crate::sync::{Mutex, MutexGuard};
 use crate::waiter::Waiter;
-use crate::{random, Admission, Arrival, Cohort, Permit, Rank, RejectReason, Rejection};
+use crate::wake_list::WakeList;
+use crate::{random, Admission, Arrival, Cohort, Level, Permit, Rank, RejectReason, Rejection};
 
 /// Everything a shedder shares between its clones, permits and waiters.
 #[derive(Debug)]
@@ -53,8 +53,16 @@ impl Engine {
         nanos(instant.saturating_duration_since(self.epoch))
     }
 
+    /// The instant `since_epoch` nanoseconds after the engine was built, or
+    /// the latest instant the platform can represent on the way there.
     pub(crate) fn instant(&self, since_epoch: u64) -> Instant {
-        self.epoch + Duration::from_nanos(since_epoch)
+        let mut after = Duration::from_nanos(since_epoch);
+        loop {
+            if let Some(instant) = self.epoch.checked_add(after) {
+                return instant;
+            }
+            after /= 2;
+        }
     }
 
     pub(crate) fn queue_len(&self, rank: Rank) -> u32 {
@@ -77,12 +85,16 @@ impl Engine {
         }
         self.controller.record_passed_level(rank);
 
+        // A request that may not wait is served now or refused for overload:
+        // its deadline only has to leave room for the work itself.
+        let may_wait = may_wait && self.config.queue_capacity > 0;
         let free = self.slots.looks_free(rank);
         if let Some(deadline) = deadline {
-            let needed = if free {
+            let needed = if free || !may_wait {
                 self.config.min_useful_window
             } else {
-                self.predicted_wait(rank) + self.useful_window_when_waiting()
+                self.predicted_wait(rank)
+                    .saturating_add(self.useful_window_when_waiting())
             };
             if deadline - now < needed {
                 return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort);
@@ -92,10 +104,21 @@ impl Engine {
             self.controller.record_no_wait(rank);
             return Admission::Admitted(self.permit(rank, now, deadline));
         }
-        if !may_wait || self.config.queue_capacity == 0 {
+        // Refusals decided at the door take no lock: a full queue is read
+        // from its lock-free length (and checked again under the lock).
+        if !may_wait || self.queue_len(rank) as usize >= self.config.queue_capacity {
             return self.refuse(RejectReason::QueueFull, rank, cohort);
         }
         self.enqueue(rank, cohort, now, deadline)
+    }
+
+    /// Takes the queue lock; wakers collected while it is held run when it
+    /// is let go ([`Locked::unlock`], or on unwinding).
+    fn lock(&self) -> Locked<'_> {
+        Locked {
+            queues: self.queues.lock(),
+            wakers: WakeList::new(),
+        }
     }
 
     /// The slow path of the door, under the queue lock.
@@ -106,23 +129,45 @@ impl Engine {
         now: u64,
         deadline: Option<u64>,
     ) -> Admission {
-        let mut queues = self.queues.lock();
-        self.drain_shed(&mut queues);
-        if self.controller.level().sheds(rank, cohort) {
-            drop(queues);
-            return self.refuse(RejectReason::Shed, rank, cohort);
+        let mut locked = self.lock();
+        // One reading of the level for the whole critical section: the purge
+        // and the check must agree, or a request the level sheds could be
+        // left queued and served later.
+        let level = self.controller.level();
+        self.drain_shed(&mut locked, level);
+        let verdict = if level.sheds(rank, cohort) {
+            Err(RejectReason::Shed)
+        } else if self.slots.take_or_wait(rank) == TakeOrWait::Took {
+            Ok(None)
+        } else if locked.queues.len(rank) >= self.config.queue_capacity {
+            Err(RejectReason::QueueFull)
+        } else {
+            Ok(Some(self.push(&mut locked, rank, cohort, now, deadline)))
+        };
+        locked.unlock();
+        match verdict {
+            Err(reason) => self.refuse(reason, rank, cohort),
+            Ok(None) => {
+                self.controller.record_no_wait(rank);
+                Admission::Admitted(self.permit(rank, now, deadline))
+            }
+            Ok(Some(waiter)) => {
+                self.counters.count(rank.class(), Outcome::Queued);
+                Admission::Queued(waiter)
+            }
         }
-        if self.slots.take_or_wait(rank) == TakeOrWait::Took {
-            drop(queues);
-            self.controller.record_no_wait(rank);
-            return Admission::Admitted(self.permit(rank, now, deadline));
-        }
-        if queues.len(rank) >= self.config.queue_capacity {
-            drop(queues);
-            return self.refuse(RejectReason::QueueFull, rank, cohort);
-        }
-        let class = rank.class();
-        let max_wait_ends = now.saturating_add(self.config.max_wait[class.index()]);
+    }
+
+    /// Joins the back of `rank`'s queue.
+    fn push(
+        self: &Arc<Self>,
+        locked: &mut Locked<'_>,
+        rank: Rank,
+        cohort: Cohort,
+        now: u64,
+        deadline: Option<u64>,
+    ) -> Waiter {
+        let max_wait_ends = now.saturating_add(self.config.max_wait[rank.class().index()]);
         let last_useful =
             deadline.map(|deadline| deadline.saturating_sub(self.useful_window_when_waiting()));
         let (expires_at, expiry) = match last_useful {
@@ -131,18 +176,16 @@ impl Engine {
             }
             _ => (max_wait_ends, RejectReason::QueueTimeout),
         };
-        let (id, cell) = queues.push(rank, cohort, now, expires_at, expiry);
-        self.set_queue_len(&queues, rank);
-        drop(queues);
-        self.counters.count(class, Outcome::Queued);
-        Admission::Queued(Waiter::new(
+        let (key, cell) = locked.queues.push(rank, cohort, now, expires_at, expiry);
+        self.set_queue_len(&locked.queues, rank);
+        Waiter::new(
             Arc::clone(self),
             cell,
-            id,
+            key,
             rank,
             self.instant(expires_at),
             deadline,
-        ))
+        )
     }
 
     /// A permit taken without waiting.
@@ -226,29 +269,32 @@ impl Engine {
         if self.slots.try_give_back() {
             return;
         }
-        let mut queues = self.queues.lock();
-        self.drain_shed(&mut queues);
-        if self.slots.over_limit() || !self.grant_next(&mut queues, now) {
+        let mut locked = self.lock();
+        let level = self.controller.level();
+        self.drain_shed(&mut locked, level);
+        if self.slots.over_limit() || !self.grant_next(&mut locked, level, now) {
             self.slots.give_back_locked();
         }
+        locked.unlock();
     }
 
     /// Hands a held slot to the most important live waiter, refusing expired
     /// ones on the way. Returns `false` when nobody was left to take it.
-    fn grant_next(&self, queues: &mut WaitQueues, now: u64) -> bool {
-        while let Some(taken) = queues.pop_most_important() {
-            self.after_removal(queues, taken.rank);
+    fn grant_next(&self, locked: &mut Locked<'_>, level: Level, now: u64) -> bool {
+        while let Some(taken) = locked.queues.pop_most_important() {
+            debug_assert!(
+                !level.sheds(taken.rank, taken.entry.cohort),
+                "the queues were purged at this level before the grant"
+            );
+            self.after_removal(&locked.queues, taken.rank);
             if let Some(verdict) = self.verdict_for(taken.rank, &taken.entry, now) {
-                taken.entry.cell.settle(verdict);
+                locked.settle(&taken.entry, verdict);
                 continue;
             }
             let sojourn = now.saturating_sub(taken.entry.enqueued_at);
             self.controller.record_sojourn(taken.rank, sojourn);
             self.counters.count(taken.rank.class(), Outcome::Admitted);
-            taken
-                .entry
-                .cell
-                .settle(CellState::Granted { at: now, sojourn });
+            locked.settle(&taken.entry, CellState::Granted { at: now, sojourn });
             return true;
         }
         false
@@ -258,15 +304,17 @@ impl Engine {
     pub(crate) fn set_limit(&self, limit: u32) {
         self.slots.set_limit(limit);
         let now = self.now();
-        let mut queues = self.queues.lock();
+        let mut locked = self.lock();
+        let level = self.controller.level();
         // As in `give_back`: a waiter the level now sheds is refused, not served.
-        self.drain_shed(&mut queues);
+        self.drain_shed(&mut locked, level);
         while self.slots.take_below_limit() {
-            if !self.grant_next(&mut queues, now) {
+            if !self.grant_next(&mut locked, level, now) {
                 self.slots.give_back_locked();
                 break;
             }
         }
+        locked.unlock();
     }
 
     /// Whether a request leaving the queue at `now` must be refused instead of served.
@@ -280,13 +328,13 @@ impl Engine {
         Some(CellState::Rejected(rejection))
     }
 
-    /// Refuses every waiting request the current level sheds.
-    fn drain_shed(&self, queues: &mut WaitQueues) {
-        let level = self.controller.level();
+    /// Refuses every waiting request that `level` sheds.
+    fn drain_shed(&self, locked: &mut Locked<'_>, level: Level) {
         let mut emptied = [false; Rank::COUNT];
+        let Locked { queues, wakers } = locked;
         queues.drain_shed(level, |rank, entry| {
             let rejection = self.rejection(RejectReason::ShedWhileQueued, rank, entry.cohort);
-            entry.cell.settle(CellState::Rejected(rejection));
+            wakers.extend(entry.cell.settle(CellState::Rejected(rejection)));
             emptied[rank.index()] = true;
         });
         for rank in Rank::ALL {
@@ -311,11 +359,14 @@ impl Engine {
     /// A waiter whose time ran out takes itself out of the queue.
     ///
     /// `None` when it was no longer queued: a verdict was left in its cell.
-    pub(crate) fn expire(&self, rank: Rank, id: u64, now: u64) -> Option<Rejection> {
-        let mut queues = self.queues.lock();
-        let entry = queues.remove(rank, id)?;
-        self.after_removal(&queues, rank);
-        drop(queues);
+    pub(crate) fn expire(&self, rank: Rank, key: QueueKey, now: u64) -> Option<Rejection> {
+        let mut locked = self.lock();
+        let entry = locked.queues.remove(rank, key);
+        if entry.is_some() {
+            self.after_removal(&locked.queues, rank);
+        }
+        locked.unlock();
+        let entry = entry?;
         self.controller
             .record_sojourn(rank, now.saturating_sub(entry.enqueued_at));
         Some(self.rejection(entry.expiry, rank, entry.cohort))
@@ -324,12 +375,13 @@ impl Engine {
     /// A waiter gave up (its future was dropped) while still queued.
     ///
     /// Returns whether it was still in the queue; if not, a verdict was left.
-    pub(crate) fn withdraw(&self, rank: Rank, id: u64) -> bool {
-        let mut queues = self.queues.lock();
-        let removed = queues.remove(rank, id).is_some();
+    pub(crate) fn withdraw(&self, rank: Rank, key: QueueKey) -> bool {
+        let mut locked = self.lock();
+        let removed = locked.queues.remove(rank, key).is_some();
         if removed {
-            self.after_removal(&queues, rank);
+            self.after_removal(&locked.queues, rank);
         }
+        locked.unlock();
         removed
     }
 
@@ -346,5 +398,29 @@ impl Engine {
         deadline: Option<u64>,
     ) -> Permit {
         Permit::new(Arc::clone(self), rank, at, sojourn, deadline)
+    }
+}
+
+/// The queue lock, held, and the wakers to call once it is released.
+///
+/// Fields drop in declaration order, so on unwinding too the lock is
+/// released before the collected wakers run.
+struct Locked<'a> {
+    queues: MutexGuard<'a, WaitQueues>,
+    wakers: WakeList,
+}
+
+impl Locked<'_> {
+    /// Leaves a verdict in a removed entry's cell; its waiter is woken after
+    /// the lock is released.
+    fn settle(&mut self, entry: &Entry, verdict: CellState) {
+        self.wakers.extend(entry.cell.settle(verdict));
+    }
+
+    /// Releases the lock, then wakes the waiters that were given a verdict.
+    fn unlock(self) {
+        let Locked { queues, wakers } = self;
+        drop(queues);
+        wakers.wake_all();
     }
 }

@@ -50,7 +50,9 @@ mod service_time;
 mod shedder;
 mod slots;
 mod stats;
+mod sync;
 mod waiter;
+mod wake_list;
 pub mod wire;
 
 pub use admission::{Admission, Admit};

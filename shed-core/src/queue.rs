@@ -1,20 +1,26 @@
-//! The wait queues: one bounded FIFO per rank, behind one `parking_lot` mutex.
+//! The wait queues: one bounded FIFO per rank, behind one mutex.
 //!
 //! Only the slow path comes here: a request that found no free slot, a
 //! completion that found somebody waiting, a waiter that gives up. Each
 //! waiting request owns a [`WaitCell`] where the engine leaves its verdict
 //! (a slot, or a rejection) and the waker to call.
 //!
+//! Every operation is O(1) but the purge of shed ranks, which visits the
+//! queues once per rise of the level: entries live in one slab, linked into
+//! a doubly linked list per rank, and a waiter knows its entry's slot, so a
+//! waiter that gives up leaves its queue without a search, however deep the
+//! queue (a storm of cancellations stays linear in the number of them).
+//!
 //! Lock order: the queue lock, then a cell's lock. Entries in the queue are
 //! always in the [`CellState::Waiting`] state: whoever changes a cell's state
-//! away from waiting removes its entry in the same critical section.
+//! away from waiting removes its entry in the same critical section. Settling
+//! a cell hands back its waker instead of calling it: wakers run after the
+//! queue lock is released (see [`WakeList`](crate::wake_list::WakeList)).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::Waker;
 
-use parking_lot::Mutex;
-
+use crate::sync::Mutex;
 use crate::{Cohort, Level, Rank, RejectReason, Rejection};
 
 /// Where a waiting request's verdict is left.
@@ -43,11 +49,13 @@ impl WaitCell {
         })
     }
 
-    /// Leaves a verdict for a waiting request and wakes it.
-    pub(crate) fn settle(&self, verdict: CellState) {
-        let previous = std::mem::replace(&mut *self.state.lock(), verdict);
-        if let CellState::Waiting(Some(waker)) = previous {
-            waker.wake();
+    /// Leaves a verdict for a waiting request; returns the waker to call
+    /// once the queue lock is released.
+    #[must_use = "the waiter must be woken after the queue lock is released"]
+    pub(crate) fn settle(&self, verdict: CellState) -> Option<Waker> {
+        match std::mem::replace(&mut *self.state.lock(), verdict) {
+            CellState::Waiting(waker) => waker,
+            _ => None,
         }
     }
 }
@@ -64,10 +72,49 @@ pub(crate) struct Entry {
     pub(crate) expiry: RejectReason,
 }
 
+/// Where a waiting request's entry is: its slab slot and its id (a slot is
+/// reused once its entry leaves, so the id tells a stale key from a live one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QueueKey {
+    slot: usize,
+    id: u64,
+}
+
+/// The end of a list, or no slot.
+const NIL: usize = usize::MAX;
+
+/// A slab slot: a queued entry linked into its rank's list, or a free slot
+/// linked into the free list (through `next`).
+#[derive(Debug)]
+struct Node {
+    entry: Option<Entry>,
+    rank: Rank,
+    prev: usize,
+    next: usize,
+}
+
+/// One rank's FIFO: the ends of its list and its length.
+#[derive(Clone, Copy, Debug)]
+struct List {
+    head: usize,
+    tail: usize,
+    len: usize,
+}
+
+impl List {
+    const EMPTY: List = List {
+        head: NIL,
+        tail: NIL,
+        len: 0,
+    };
+}
+
 /// The queues of every rank.
 #[derive(Debug)]
 pub(crate) struct WaitQueues {
-    ranks: [VecDeque<Entry>; Rank::COUNT],
+    nodes: Vec<Node>,
+    free: usize,
+    ranks: [List; Rank::COUNT],
     next_id: u64,
     /// The level whose shed ranks were last removed from the queues.
     purged_level: Level,
@@ -82,14 +129,16 @@ pub(crate) struct Taken {
 impl WaitQueues {
     pub(crate) fn new() -> WaitQueues {
         WaitQueues {
-            ranks: Default::default(),
+            nodes: Vec::new(),
+            free: NIL,
+            ranks: [List::EMPTY; Rank::COUNT],
             next_id: 0,
             purged_level: Level::NONE,
         }
     }
 
     pub(crate) fn len(&self, rank: Rank) -> usize {
-        self.ranks[rank.index()].len()
+        self.ranks[rank.index()].len
     }
 
     /// Adds a waiting request at the back of its rank's queue.
@@ -100,38 +149,64 @@ impl WaitQueues {
         enqueued_at: u64,
         expires_at: u64,
         expiry: RejectReason,
-    ) -> (u64, Arc<WaitCell>) {
+    ) -> (QueueKey, Arc<WaitCell>) {
         let id = self.next_id;
         self.next_id += 1;
         let cell = WaitCell::new();
-        self.ranks[rank.index()].push_back(Entry {
+        let entry = Entry {
             id,
             cell: Arc::clone(&cell),
             cohort,
             enqueued_at,
             expires_at,
             expiry,
-        });
-        (id, cell)
+        };
+        let list = self.ranks[rank.index()];
+        let node = Node {
+            entry: Some(entry),
+            rank,
+            prev: list.tail,
+            next: NIL,
+        };
+        let slot = if self.free == NIL {
+            self.nodes.push(node);
+            self.nodes.len() - 1
+        } else {
+            let slot = self.free;
+            self.free = self.nodes[slot].next;
+            self.nodes[slot] = node;
+            slot
+        };
+        match list.tail {
+            NIL => self.ranks[rank.index()].head = slot,
+            tail => self.nodes[tail].next = slot,
+        }
+        let list = &mut self.ranks[rank.index()];
+        list.tail = slot;
+        list.len += 1;
+        (QueueKey { slot, id }, cell)
     }
 
     /// Takes the first request of the most important non-empty rank.
     pub(crate) fn pop_most_important(&mut self) -> Option<Taken> {
-        Rank::ALL.iter().rev().find_map(|rank| {
-            self.ranks[rank.index()]
-                .pop_front()
-                .map(|entry| Taken { rank: *rank, entry })
-        })
+        let rank = *Rank::ALL
+            .iter()
+            .rev()
+            .find(|rank| self.ranks[rank.index()].len > 0)?;
+        let slot = self.ranks[rank.index()].head;
+        let entry = self.unlink(slot);
+        Some(Taken { rank, entry })
     }
 
-    /// Takes a particular request out of its rank's queue.
-    pub(crate) fn remove(&mut self, rank: Rank, id: u64) -> Option<Entry> {
-        let queue = &mut self.ranks[rank.index()];
-        let index = queue.iter().position(|entry| entry.id == id)?;
-        queue.remove(index)
+    /// Takes a particular request out of its rank's queue, if it is still there.
+    pub(crate) fn remove(&mut self, rank: Rank, key: QueueKey) -> Option<Entry> {
+        let node = self.nodes.get(key.slot)?;
+        let live = node.rank == rank && node.entry.as_ref().is_some_and(|e| e.id == key.id);
+        live.then(|| self.unlink(key.slot))
     }
 
-    /// Takes out every waiting request that `level` sheds, once per change of level.
+    /// Takes out every waiting request that `level` sheds, once per rise of
+    /// the level; lower levels shed nothing new.
     pub(crate) fn drain_shed(&mut self, level: Level, mut shed: impl FnMut(Rank, Entry)) {
         if level <= self.purged_level {
             self.purged_level = level;
@@ -139,15 +214,127 @@ impl WaitQueues {
         }
         self.purged_level = level;
         for rank in Rank::ALL {
-            let queue = &mut self.ranks[rank.index()];
-            let mut kept = 0;
-            while kept < queue.len() {
-                if !level.sheds(rank, queue[kept].cohort) {
-                    kept += 1;
-                } else if let Some(entry) = queue.remove(kept) {
-                    shed(rank, entry);
+            let mut slot = self.ranks[rank.index()].head;
+            while slot != NIL {
+                let next = self.nodes[slot].next;
+                let cohort = self.nodes[slot].entry.as_ref().map(|entry| entry.cohort);
+                if cohort.is_some_and(|cohort| level.sheds(rank, cohort)) {
+                    shed(rank, self.unlink(slot));
                 }
+                slot = next;
             }
         }
+    }
+
+    /// Unlinks a live slot from its rank's list and frees it.
+    fn unlink(&mut self, slot: usize) -> Entry {
+        let Node {
+            entry,
+            rank,
+            prev,
+            next,
+        } = std::mem::replace(
+            &mut self.nodes[slot],
+            Node {
+                entry: None,
+                rank: Rank::ALL[0],
+                prev: NIL,
+                next: self.free,
+            },
+        );
+        self.free = slot;
+        let list = &mut self.ranks[rank.index()];
+        match prev {
+            NIL => list.head = next,
+            prev => self.nodes[prev].next = next,
+        }
+        let list = &mut self.ranks[rank.index()];
+        match next {
+            NIL => list.tail = prev,
+            next => self.nodes[next].prev = prev,
+        }
+        list.len -= 1;
+        entry.expect("only live slots are linked into a rank's list")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Class;
+
+    const BATCH: Rank = Rank::new(Class::Batch, false);
+    const CRITICAL: Rank = Rank::new(Class::Critical, false);
+
+    fn push(queues: &mut WaitQueues, rank: Rank, cohort: u8) -> QueueKey {
+        let cohort = Cohort::new(cohort).unwrap();
+        queues
+            .push(rank, cohort, 0, u64::MAX, RejectReason::QueueTimeout)
+            .0
+    }
+
+    fn ids(queues: &mut WaitQueues) -> Vec<u64> {
+        std::iter::from_fn(|| queues.pop_most_important().map(|taken| taken.entry.id)).collect()
+    }
+
+    #[test]
+    fn pops_the_most_important_rank_first_and_each_rank_in_order() {
+        let mut queues = WaitQueues::new();
+        push(&mut queues, BATCH, 0);
+        push(&mut queues, CRITICAL, 0);
+        push(&mut queues, BATCH, 0);
+        push(&mut queues, CRITICAL, 0);
+        assert_eq!(ids(&mut queues), [1, 3, 0, 2]);
+    }
+
+    #[test]
+    fn removes_from_the_front_the_middle_and_the_back() {
+        let mut queues = WaitQueues::new();
+        let keys: Vec<_> = (0..5).map(|_| push(&mut queues, BATCH, 0)).collect();
+        for index in [2, 0, 4] {
+            assert_eq!(
+                queues.remove(BATCH, keys[index]).map(|e| e.id),
+                Some(index as u64)
+            );
+        }
+        assert_eq!(queues.len(BATCH), 2);
+        assert_eq!(ids(&mut queues), [1, 3]);
+    }
+
+    #[test]
+    fn a_stale_key_removes_nothing_once_its_slot_is_reused() {
+        let mut queues = WaitQueues::new();
+        let gone = push(&mut queues, BATCH, 0);
+        assert!(queues.remove(BATCH, gone).is_some());
+        let reused = push(&mut queues, BATCH, 0);
+        assert_eq!(reused.slot, gone.slot, "the freed slot is reused");
+        assert!(queues.remove(BATCH, gone).is_none());
+        assert!(queues.remove(CRITICAL, reused).is_none(), "wrong rank");
+        assert_eq!(queues.len(BATCH), 1);
+    }
+
+    #[test]
+    fn the_slab_never_grows_beyond_the_most_entries_queued_at_once() {
+        let mut queues = WaitQueues::new();
+        for _ in 0..1_000 {
+            let keys: Vec<_> = (0..3).map(|_| push(&mut queues, BATCH, 0)).collect();
+            for key in keys.into_iter().rev() {
+                queues.remove(BATCH, key).unwrap();
+            }
+        }
+        assert_eq!(queues.nodes.len(), 3);
+    }
+
+    #[test]
+    fn draining_a_level_removes_only_the_shed_positions() {
+        let mut queues = WaitQueues::new();
+        push(&mut queues, BATCH, 10);
+        push(&mut queues, BATCH, 100);
+        push(&mut queues, CRITICAL, 0);
+        let level = Level::new(Level::position(BATCH, Cohort::new(50).unwrap()));
+        let mut shed = Vec::new();
+        queues.drain_shed(level, |rank, entry| shed.push((rank, entry.id)));
+        assert_eq!(shed, [(BATCH, 0)]);
+        assert_eq!(ids(&mut queues), [2, 1]);
     }
 }

@@ -211,8 +211,13 @@ impl RetryAfter {
     }
 
     /// Whole seconds, rounded up, at least 1: the `Retry-After` header value.
+    /// Saturates at `u64::MAX` (the engine itself never computes more than
+    /// its cap, at most a day).
     pub const fn as_secs(&self) -> u64 {
-        let secs = self.exact.as_secs() + (self.exact.subsec_nanos() > 0) as u64;
+        let secs = self
+            .exact
+            .as_secs()
+            .saturating_add((self.exact.subsec_nanos() > 0) as u64);
         if secs == 0 {
             1
         } else {

@@ -16,7 +16,7 @@
 //! `Relaxed` throughout: a completion counted in the next interval instead of
 //! this one changes nothing that matters.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 const BUCKETS: usize = 25;
 /// The share of completions at or below the percentile kept (the 95th).
@@ -27,6 +27,7 @@ const QUANTILE: f64 = 0.95;
 pub(crate) struct ServiceTimes {
     completions: AtomicU64,
     total_nanos: AtomicU64,
+    total_overflowed: AtomicBool,
     max_nanos: AtomicU64,
     buckets: [AtomicU64; BUCKETS],
     mean: AtomicU64,
@@ -38,6 +39,7 @@ impl ServiceTimes {
         ServiceTimes {
             completions: AtomicU64::new(0),
             total_nanos: AtomicU64::new(0),
+            total_overflowed: AtomicBool::new(false),
             max_nanos: AtomicU64::new(0),
             buckets: [const { AtomicU64::new(0) }; BUCKETS],
             mean: AtomicU64::new(0),
@@ -47,7 +49,12 @@ impl ServiceTimes {
 
     /// Records one completion; returns how many this interval has seen.
     pub(crate) fn record(&self, nanos: u64) -> u64 {
-        self.total_nanos.fetch_add(nanos, Ordering::Relaxed);
+        let before = self.total_nanos.fetch_add(nanos, Ordering::Relaxed);
+        if before.checked_add(nanos).is_none() {
+            // The sum wrapped (service times of centuries): remember it, and
+            // let the interval's total read as the largest one.
+            self.total_overflowed.store(true, Ordering::Relaxed);
+        }
         self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
         self.buckets[bucket_of(nanos)].fetch_add(1, Ordering::Relaxed);
         self.completions.fetch_add(1, Ordering::Relaxed) + 1
@@ -66,7 +73,13 @@ impl ServiceTimes {
     /// Closes the interval: folds its mean and percentile into the averages.
     pub(crate) fn close_interval(&self) {
         let completions = self.completions.swap(0, Ordering::Relaxed);
-        let total = self.total_nanos.swap(0, Ordering::Relaxed);
+        let total = match self.total_overflowed.swap(false, Ordering::Relaxed) {
+            false => self.total_nanos.swap(0, Ordering::Relaxed),
+            true => {
+                self.total_nanos.store(0, Ordering::Relaxed);
+                u64::MAX
+            }
+        };
         let max = self.max_nanos.swap(0, Ordering::Relaxed);
         let counts = self
             .buckets
@@ -91,7 +104,8 @@ fn smooth(average: &AtomicU64, sample: u64) {
     let next = if previous == 0 {
         sample
     } else {
-        (previous * 3 + sample) / 4
+        // In 128 bits: three times a 64-bit average need not fit in 64.
+        ((u128::from(previous) * 3 + u128::from(sample)) / 4) as u64
     };
     average.store(next, Ordering::Relaxed);
 }

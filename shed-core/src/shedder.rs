@@ -36,7 +36,8 @@ use crate::{
 /// The door and the fast paths use atomics only (see the `slots` and
 /// `controller` module docs for each ordering); a `parking_lot` mutex guards
 /// the wait queues, taken only by requests that must wait, completions that
-/// find somebody waiting, and waiters that leave.
+/// find somebody waiting, and waiters that leave. Wakers of waiting requests
+/// are called after that mutex is released, never under it.
 #[derive(Clone)]
 pub struct Shedder {
     engine: Arc<Engine>,
@@ -65,8 +66,12 @@ impl Shedder {
 
     /// Judges a request at the door: admits it, queues it, or refuses it.
     ///
-    /// Never blocks. Refusals take no lock and allocate nothing; admission on
-    /// the fast path takes no lock. Await the result (it is
+    /// Never blocks. Admission on the fast path takes no lock, and refusals
+    /// decided at the door (a passed or unmeetable deadline, a shed rank, a
+    /// full queue) take no lock and allocate nothing. Only a request that
+    /// must wait takes the queue lock, to join its queue; a refusal decided
+    /// there (its queue filled up, or the level rose, in the meantime) comes
+    /// from under that lock. Await the result (it is
     /// [`IntoFuture`](std::future::IntoFuture)) to wait for a slot when queued.
     pub fn admit(&self, arrival: &Arrival) -> Admission {
         self.engine.admit(arrival, true)

@@ -21,8 +21,9 @@
 //! second's. The limit is read `Relaxed`: a stale limit only delays a change by
 //! one decision.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
+use crate::sync::{AtomicU32, AtomicU64};
 use crate::Rank;
 
 const WAITER_SHIFT: u32 = 32;

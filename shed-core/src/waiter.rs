@@ -29,7 +29,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use crate::engine::Engine;
-use crate::queue::{CellState, WaitCell};
+use crate::queue::{CellState, QueueKey, WaitCell};
 use crate::{Permit, Rank, Rejection};
 
 /// A request waiting in its rank's queue for a slot.
@@ -52,7 +52,7 @@ use crate::{Permit, Rank, Rejection};
 pub struct Waiter {
     engine: Arc<Engine>,
     cell: Arc<WaitCell>,
-    id: u64,
+    key: QueueKey,
     rank: Rank,
     expires_at: Instant,
     deadline: Option<u64>,
@@ -63,7 +63,7 @@ impl Waiter {
     pub(crate) fn new(
         engine: Arc<Engine>,
         cell: Arc<WaitCell>,
-        id: u64,
+        key: QueueKey,
         rank: Rank,
         expires_at: Instant,
         deadline: Option<u64>,
@@ -71,7 +71,7 @@ impl Waiter {
         Waiter {
             engine,
             cell,
-            id,
+            key,
             rank,
             expires_at,
             deadline,
@@ -124,7 +124,7 @@ impl Future for Waiter {
                 return Poll::Pending;
             }
             drop(state);
-            if let Some(rejection) = this.engine.expire(this.rank, this.id, now) {
+            if let Some(rejection) = this.engine.expire(this.rank, this.key, now) {
                 this.finished = true;
                 return Poll::Ready(Err(rejection));
             }
@@ -142,7 +142,7 @@ impl Drop for Waiter {
             return;
         }
         let waiting = matches!(*self.cell.state.lock(), CellState::Waiting(_));
-        if waiting && self.engine.withdraw(self.rank, self.id) {
+        if waiting && self.engine.withdraw(self.rank, self.key) {
             return;
         }
         let verdict = mem::replace(&mut *self.cell.state.lock(), CellState::Finished);

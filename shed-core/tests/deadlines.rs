@@ -34,6 +34,36 @@ fn queue(shedder: &Shedder, arrival: Arrival, count: usize) -> Vec<Waiter> {
 }
 
 #[test]
+fn a_request_that_may_not_wait_is_refused_for_overload_not_for_its_deadline() {
+    let (shedder, clock, _held) = knowing_its_drain_rate();
+    // 50 ms left is less than the predicted wait plus the service time
+    // (10 + 10 ms would fit, but nine are queued ahead: 110 ms), yet it is no
+    // deadline problem: try_admit never waits, so the request is refused
+    // because the service is full, with a Retry-After.
+    let _ahead = queue(&shedder, Arrival::new(Class::Interactive), 9);
+    let hurried = Arrival::new(Class::Interactive).with_deadline(in_ms(&clock, 50));
+    let refused = shedder.try_admit(&hurried).unwrap_err();
+    assert_eq!(refused.reason(), RejectReason::QueueFull);
+    assert!(refused.retry_after().is_some());
+}
+
+#[test]
+fn with_waiting_disabled_a_deadline_is_judged_against_the_minimum_useful_window_only() {
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(0));
+    let served = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    clock.advance(ms(100)); // a 100 ms service time, learnt at the interval's end
+    drop(served);
+    let _held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    let refused =
+        rejected(shedder.admit(&Arrival::new(Class::Interactive).with_deadline(in_ms(&clock, 50))));
+    assert_eq!(refused.reason(), RejectReason::QueueFull);
+    assert!(refused.retry_after().is_some());
+    let too_short = Arrival::new(Class::Interactive).with_deadline(in_ms(&clock, 4));
+    let refused = rejected(shedder.admit(&too_short));
+    assert_eq!(refused.reason(), RejectReason::DeadlineUnmeetable);
+}
+
+#[test]
 fn a_request_whose_deadline_has_passed_is_refused_at_the_door_without_retry_after() {
     let (shedder, clock) = build(Shedder::builder().limit(8));
     let deadline = clock.now();
