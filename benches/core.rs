@@ -25,8 +25,8 @@ use std::sync::Barrier;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use shed_core::{Admission, Arrival, Class};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use shed_core::{Admission, Arrival, Class, Shedder, Waiter};
 
 #[path = "common/mod.rs"]
 mod common;
@@ -102,5 +102,42 @@ fn queued_cycle(shedder: &shed_core::Shedder, arrival: &Arrival, cx: &mut Contex
     }
 }
 
-criterion_group!(benches, core);
+fn cancel_storm(c: &mut Criterion) {
+    let mut group = c.benchmark_group("cancel_storm");
+    for depth in [10usize, 100, 10_000] {
+        let shedder = Shedder::builder()
+            .limit(1)
+            .queue_capacity(depth)
+            .build()
+            .expect("valid settings");
+        let arrival = Arrival::new(Class::Batch);
+        let _holder = shedder.try_admit(&arrival).expect("an idle engine admits");
+        group.throughput(Throughput::Elements(depth as u64));
+        group.bench_function(BenchmarkId::from_parameter(depth), |b| {
+            b.iter_batched(
+                || full_queue(&shedder, &arrival, depth),
+                |mut waiters| {
+                    while let Some(waiter) = waiters.pop() {
+                        drop(black_box(waiter));
+                    }
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        assert_eq!(shedder.stats().queue_len(), 0);
+    }
+    group.finish();
+}
+
+/// `depth` waiters queued behind the held slot, in arrival order.
+fn full_queue(shedder: &Shedder, arrival: &Arrival, depth: usize) -> Vec<Waiter> {
+    (0..depth)
+        .map(|_| match shedder.admit(arrival) {
+            Admission::Queued(waiter) => waiter,
+            other => panic!("a full engine queues up to its capacity, got {other:?}"),
+        })
+        .collect()
+}
+
+criterion_group!(benches, core, cancel_storm);
 criterion_main!(benches);
