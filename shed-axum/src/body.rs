@@ -7,15 +7,18 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use shed_core::Permit;
+
+use crate::held::HeldPermit;
 
 pin_project! {
     /// The body of every response that passes through [`Shed`](crate::Shed).
     ///
     /// For a served request it is the inner body, holding the request's permit
     /// until the body ends, fails or is dropped, so a streaming response counts
-    /// against the concurrency limit for as long as it streams. For a refused
-    /// request it is the rejection's small, complete body.
+    /// against the concurrency limit for as long as it streams (a body dropped
+    /// before its end, by a client that hung up, gives the slot back as
+    /// abandoned). For a refused request it is the rejection's small, complete
+    /// body.
     pub struct ShedBody<B> {
         #[pin]
         kind: Kind<B>,
@@ -28,7 +31,7 @@ pin_project! {
         Inner {
             #[pin]
             body: B,
-            permit: Option<Permit>,
+            permit: Option<HeldPermit>,
         },
         Full {
             data: Option<Bytes>,
@@ -37,7 +40,18 @@ pin_project! {
 }
 
 impl<B> ShedBody<B> {
-    pub(crate) fn inner(body: B, permit: Option<Permit>) -> Self {
+    pub(crate) fn inner(body: B, permit: Option<HeldPermit>) -> Self
+    where
+        B: Body,
+    {
+        // A body that is already over may never be polled.
+        let permit = match permit {
+            Some(permit) if body.is_end_stream() => {
+                permit.finish();
+                None
+            }
+            permit => permit,
+        };
         ShedBody {
             kind: Kind::Inner { body, permit },
         }
@@ -64,11 +78,19 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.project().kind.project() {
-            KindProj::Inner { body, permit } => {
-                let frame = body.poll_frame(cx);
-                if matches!(frame, Poll::Ready(None | Some(Err(_)))) {
-                    // The body is over: give the slot back now, not when hyper drops it.
-                    permit.take();
+            KindProj::Inner { mut body, permit } => {
+                let frame = body.as_mut().poll_frame(cx);
+                let over = match &frame {
+                    Poll::Ready(None | Some(Err(_))) => true,
+                    Poll::Ready(Some(Ok(_))) => body.is_end_stream(),
+                    Poll::Pending => false,
+                };
+                if over {
+                    // The body is over: give the slot back now, not when
+                    // hyper drops it (it may stop polling at the last frame).
+                    if let Some(permit) = permit.take() {
+                        permit.finish();
+                    }
                 }
                 frame
             }

@@ -32,6 +32,7 @@ mod classify;
 pub mod client;
 mod clock;
 mod extract;
+mod held;
 mod layer;
 mod parse;
 mod reject;

@@ -14,6 +14,7 @@ use tower::Service;
 use crate::body::ShedBody;
 use crate::classify::{Classification, RequestHead};
 use crate::extract::Admitted;
+use crate::held::HeldPermit;
 use crate::layer::ReleaseOn;
 use crate::reject::deadline_answer;
 use crate::ShedLayer;
@@ -47,6 +48,7 @@ impl<S> Shed<S> {
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for Shed<S>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    ResBody: http_body::Body,
 {
     type Response = Response<ShedBody<ResBody>>;
     type Error = S::Error;
@@ -128,7 +130,7 @@ where
     Kind::Serving {
         future: inner.call(request),
         deadline: deadline.map(|at| tokio::time::sleep_until(at.into())),
-        permit: Some(permit),
+        permit: Some(HeldPermit::new(permit)),
         release_on,
         grpc,
         facts: *facts,
@@ -193,7 +195,7 @@ pin_project! {
             future: S::Future,
             #[pin]
             deadline: Option<Sleep>,
-            permit: Option<Permit>,
+            permit: Option<HeldPermit>,
             release_on: ReleaseOn,
             grpc: bool,
             facts: Classification,
@@ -217,6 +219,7 @@ const EXPIRY_RECHECK: Duration = Duration::from_millis(1);
 impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody, ResBody>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    ResBody: http_body::Body,
 {
     type Output = Result<Response<ShedBody<ResBody>>, S::Error>;
 
@@ -294,7 +297,12 @@ where
                     if let Poll::Ready(result) = future.poll(cx) {
                         let permit = match release_on {
                             ReleaseOn::BodyEnd => permit.take(),
-                            ReleaseOn::Headers => None,
+                            ReleaseOn::Headers => {
+                                if let Some(permit) = permit.take() {
+                                    permit.finish();
+                                }
+                                None
+                            }
                         };
                         return Poll::Ready(
                             result
@@ -316,7 +324,10 @@ where
                         "deadline passed while serving; handler cancelled"
                     );
                     let response = deadline_answer(&rejection, *grpc, facts.attempt);
-                    // Dropping the serving state cancels the handler and returns the slot.
+                    if let Some(permit) = permit.take() {
+                        permit.cut_at_deadline();
+                    }
+                    // Dropping the serving state cancels the handler.
                     kind.set(Kind::Rejected {
                         response: Some(response),
                     });

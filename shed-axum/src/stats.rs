@@ -42,20 +42,41 @@ impl IntoResponse for StatsJson {
 /// ```
 /// let stats = shed_core::Shedder::with_limit(4)?.stats();
 /// let json = shed_axum::stats::to_json(&stats);
-/// assert!(json.starts_with(r#"{"limit":4,"in_flight":0,"#));
+/// assert!(json.starts_with(r#"{"limit":4,"limit_min":4,"limit_max":4,"in_flight":0,"#));
 /// # Ok::<(), shed_core::ConfigError>(())
 /// ```
 pub fn to_json(stats: &Stats) -> String {
     let mut out = String::with_capacity(1_024);
     let _ = write!(
         out,
-        r#"{{"limit":{},"in_flight":{},"queue_len":{},"level":{},"level_text":"{}","#,
+        r#"{{"limit":{},"limit_min":{},"limit_max":{},"in_flight":{},"queue_len":{},"level":{},"level_text":"{}","#,
         stats.limit,
+        stats.limit_bounds.0,
+        stats.limit_bounds.1,
         stats.in_flight,
         stats.queue_len(),
         stats.level.get(),
         stats.level,
     );
+    match &stats.adaptive {
+        Some(adaptive) => {
+            let number = |value: Option<f64>| match value {
+                Some(v) if v.is_finite() => format!("{v:.3}"),
+                _ => "null".to_string(),
+            };
+            let _ = write!(
+                out,
+                r#""adaptive":{{"phase":"{}","baseline_ms":{},"knee":{},"delivery_rate_per_s":{},"headroom":{:.3},"probes":{}}},"#,
+                adaptive.phase,
+                number(adaptive.baseline.map(|b| b.as_secs_f64() * 1e3)),
+                number(adaptive.knee),
+                number(adaptive.delivery_rate),
+                adaptive.headroom,
+                adaptive.probes,
+            );
+        }
+        None => out.push_str(r#""adaptive":null,"#),
+    }
     out.push_str(r#""queued":{"#);
     for (index, rank) in Rank::ALL.iter().enumerate() {
         let comma = if index == 0 { "" } else { "," };
@@ -83,7 +104,7 @@ pub fn to_json(stats: &Stats) -> String {
         let comma = if index == 0 { "" } else { "," };
         let _ = write!(
             out,
-            r#"{comma}"{}":{{"admitted":{},"queued":{},"shed":{},"shed_by_deadline":{},"queue_full":{},"dropped_from_queue":{},"expired":{}}}"#,
+            r#"{comma}"{}":{{"admitted":{},"queued":{},"shed":{},"shed_by_deadline":{},"queue_full":{},"dropped_from_queue":{},"expired":{},"completed":{},"abandoned":{},"cut_at_deadline":{}}}"#,
             class.class,
             class.admitted,
             class.queued,
@@ -92,6 +113,9 @@ pub fn to_json(stats: &Stats) -> String {
             class.queue_full,
             class.dropped_from_queue,
             class.expired,
+            class.completed,
+            class.abandoned,
+            class.cut_at_deadline,
         );
     }
     out.push_str("}}");

@@ -4,12 +4,17 @@
 //! use shed_core::{Class, Shedder};
 //! use std::time::Duration;
 //!
-//! let shedder = Shedder::builder()
+//! // The defaults: an adaptive limit, and waits bounded by what the
+//! // service is measured to deliver.
+//! let adaptive = Shedder::builder().build()?;
+//! assert_eq!(adaptive.stats().limit_bounds, (1, 1_000));
+//!
+//! let pinned = Shedder::builder()
 //!     .limit(32)
 //!     .queue_capacity(64)
 //!     .max_wait(Class::Batch, Duration::from_secs(2))
 //!     .build()?;
-//! assert_eq!(shedder.limit(), 32);
+//! assert_eq!(pinned.limit(), 32);
 //!
 //! let error = Shedder::builder().limit(0).build().unwrap_err();
 //! assert!(error.to_string().contains("limit"));
@@ -21,6 +26,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::limit::{self, AdaptiveLimit};
 use crate::retry_after::JITTER_ONE;
 use crate::{Class, Clock, MonotonicClock, Shedder};
 
@@ -29,19 +35,25 @@ use crate::{Class, Clock, MonotonicClock, Shedder};
 pub const MAX_LIMIT: usize = 1 << 24;
 /// The largest wait queue per rank.
 pub const MAX_QUEUE_CAPACITY: usize = 1 << 20;
+/// The default wait queue per rank: a bound on memory, not on waiting. How
+/// long a request may wait is bounded by time (its class's maximum wait, its
+/// deadline, and what the service is measured to deliver), so a deep queue
+/// only holds requests that can still be served in time.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 1_024;
 /// The longest accepted [`max_wait`](Builder::max_wait) and
 /// [`min_useful_window`](Builder::min_useful_window).
 const MAX_WAIT: Duration = Duration::from_secs(3_600);
 
 /// Settings for a [`Shedder`], validated by [`Builder::build`].
 ///
-/// Every setting has a default that suits a typical HTTP service; only
-/// [`limit`](Builder::limit) usually needs choosing.
+/// Every setting has a default that suits a typical HTTP service, the
+/// concurrency limit included: by default it adapts to what the service
+/// really does ([`adaptive_limit`](Builder::adaptive_limit)).
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct Builder {
-    limit: usize,
-    queue_capacity: Option<usize>,
+    limit: LimitChoice,
+    queue_capacity: usize,
     max_wait: [Duration; 4],
     target_sojourn: Duration,
     interval: Duration,
@@ -54,11 +66,18 @@ pub struct Builder {
     clock: Arc<dyn Clock>,
 }
 
+/// A fixed limit, or the adaptive one's settings.
+#[derive(Clone, Copy, Debug)]
+enum LimitChoice {
+    Fixed(usize),
+    Adaptive(AdaptiveLimit),
+}
+
 impl Default for Builder {
     fn default() -> Self {
         Builder {
-            limit: 64,
-            queue_capacity: None,
+            limit: LimitChoice::Adaptive(AdaptiveLimit::default()),
+            queue_capacity: DEFAULT_QUEUE_CAPACITY,
             max_wait: [
                 Duration::from_secs(2),     // background
                 Duration::from_secs(1),     // batch
@@ -79,18 +98,38 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// How many requests are served at once. Default 64; must be 1 to 2^24.
+    /// Pins the concurrency limit: exactly `limit` requests are served at
+    /// once, whatever the service does. 1 to 2^24. Without it the limit
+    /// adapts (see [`adaptive_limit`](Builder::adaptive_limit)); pin it only
+    /// when the capacity really is a constant you know.
     pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
+        self.limit = LimitChoice::Fixed(limit);
         self
     }
 
-    /// How many requests may wait in each rank's queue. Default: the limit, so
-    /// that no rank queues more than one round of slots (a deeper queue only
-    /// hands out slots to requests that have waited longer than a service
-    /// time). 0 disables waiting: a full service refuses at once.
+    /// An adaptive concurrency limit with these settings (the default, with
+    /// [`AdaptiveLimit::default`]): it finds the concurrency the service
+    /// really runs at once and keeps the limit just above it.
+    ///
+    /// ```
+    /// use shed_core::{AdaptiveLimit, Shedder};
+    /// let shedder = Shedder::builder()
+    ///     .adaptive_limit(AdaptiveLimit::new().min(2).max(64))
+    ///     .build()?;
+    /// assert_eq!(shedder.stats().limit_bounds, (2, 64));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn adaptive_limit(mut self, settings: AdaptiveLimit) -> Self {
+        self.limit = LimitChoice::Adaptive(settings);
+        self
+    }
+
+    /// How many requests may wait in each rank's queue: a bound on memory.
+    /// Default [`DEFAULT_QUEUE_CAPACITY`] (1,024); how long a request may
+    /// wait is bounded by time, not by this. 0 disables waiting: a full
+    /// service refuses at once.
     pub fn queue_capacity(mut self, capacity: usize) -> Self {
-        self.queue_capacity = Some(capacity);
+        self.queue_capacity = capacity;
         self
     }
 
@@ -179,8 +218,11 @@ impl Builder {
 
     fn validate(self) -> Result<Config, ConfigError> {
         let fail = |setting, problem: String| Err(ConfigError { setting, problem });
-        let limit = validate_limit(self.limit)?;
-        let queue_capacity = self.queue_capacity.unwrap_or(limit as usize);
+        let limit = match self.limit {
+            LimitChoice::Fixed(limit) => LimitConfig::Fixed(validate_limit(limit)?),
+            LimitChoice::Adaptive(settings) => LimitConfig::Adaptive(settings.validate()?),
+        };
+        let queue_capacity = self.queue_capacity;
         if queue_capacity > MAX_QUEUE_CAPACITY {
             return fail(
                 "queue_capacity",
@@ -302,10 +344,35 @@ pub(crate) fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// The validated limit: fixed, or the adaptive one's settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum LimitConfig {
+    Fixed(u32),
+    Adaptive(limit::Settings),
+}
+
+impl LimitConfig {
+    /// The limit the engine starts with.
+    pub(crate) fn initial(&self) -> u32 {
+        match self {
+            LimitConfig::Fixed(limit) => *limit,
+            LimitConfig::Adaptive(settings) => settings.initial,
+        }
+    }
+
+    /// The lowest and highest the limit may be.
+    pub(crate) fn bounds(&self) -> (u32, u32) {
+        match self {
+            LimitConfig::Fixed(limit) => (*limit, *limit),
+            LimitConfig::Adaptive(settings) => (settings.min, settings.max),
+        }
+    }
+}
+
 /// Validated settings, times in nanoseconds.
 #[derive(Debug)]
 pub(crate) struct Config {
-    pub(crate) limit: u32,
+    pub(crate) limit: LimitConfig,
     pub(crate) queue_capacity: usize,
     pub(crate) max_wait: [u64; 4],
     pub(crate) target_sojourn: u64,

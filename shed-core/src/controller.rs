@@ -142,33 +142,33 @@ impl Controller {
             .map(|slot_time| 1e9 / slot_time as f64)
     }
 
-    /// Closes the interval if it is due (or `force`d by completions), when this
-    /// thread wins the compare-and-swap on the boundary.
+    /// Claims the interval boundary if the interval is due (or `force`d by
+    /// completions) and this thread wins the compare-and-swap on it; the
+    /// caller then closes the interval, [`update`](Controller::update)
+    /// included, while it holds the claim.
     ///
-    /// The winner swaps the boundary for [`UPDATING`] until its update is
-    /// done, so exactly one thread updates at a time: a forced close that
-    /// races a due one finds the boundary taken and leaves the work to it.
-    pub(crate) fn tick(&self, now: u64, force: bool, limit: u32, config: &Config) {
+    /// The winner swaps the boundary for [`UPDATING`] until the claim is
+    /// dropped, so exactly one thread closes an interval at a time: a forced
+    /// close that races a due one finds the boundary taken and leaves the
+    /// work to it.
+    pub(crate) fn claim(&self, now: u64, force: bool, config: &Config) -> Option<Claim<'_>> {
         let due = self.next_update.load(Ordering::Acquire);
         if due == UPDATING || (now < due && !force) {
-            return;
+            return None;
         }
-        if self
-            .next_update
+        self.next_update
             .compare_exchange(due, UPDATING, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            return;
-        }
-        // Reopens the boundary even if the update unwinds.
-        let _reopen = Reopen {
+            .ok()?;
+        Some(Claim {
             boundary: &self.next_update,
             next: now.saturating_add(config.interval).min(UPDATING - 1),
-        };
-        self.update(now, limit, config);
+        })
     }
 
-    fn update(&self, now: u64, limit: u32, config: &Config) {
+    /// Closes the interval: judges its queue delays and moves the level.
+    /// Returns the interval's length in nanoseconds. Call it holding a
+    /// [`Claim`].
+    pub(crate) fn update(&self, _claim: &Claim<'_>, now: u64, limit: u32, config: &Config) -> u64 {
         let elapsed = now.saturating_sub(self.last_update.swap(now, Ordering::Relaxed));
         // The worst standing queue: the largest of the shortest waits of the
         // ranks still admitted. A rank the level sheds whole is being emptied
@@ -213,16 +213,18 @@ impl Controller {
             Level::new(level.get().saturating_sub(step))
         };
         self.level.store(u32::from(next.get()), Ordering::Relaxed);
+        elapsed
     }
 }
 
-/// Sets the next interval boundary when dropped, ending an update.
-struct Reopen<'a> {
+/// The right to close the current interval; dropping it sets the next
+/// interval boundary (even if the closing unwinds).
+pub(crate) struct Claim<'a> {
     boundary: &'a sync::AtomicU64,
     next: u64,
 }
 
-impl Drop for Reopen<'_> {
+impl Drop for Claim<'_> {
     fn drop(&mut self) {
         // Release: the next updater sees everything this one wrote.
         self.boundary.store(self.next, Ordering::Release);

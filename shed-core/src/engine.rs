@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::arrival::CohortSource;
-use crate::config::{nanos, Config};
+use crate::config::{nanos, Config, LimitConfig};
 use crate::controller::Controller;
+use crate::limit::{Ending, Estimator, Sampler};
 use crate::queue::{CellState, Entry, QueueKey, WaitQueues};
 use crate::retry_after::{self, Inputs};
 use crate::slots::{Slots, TakeOrWait};
@@ -25,6 +26,11 @@ pub(crate) struct Engine {
     epoch: Instant,
     pub(crate) slots: Slots,
     pub(crate) controller: Controller,
+    /// The adaptive limit's algorithm, run by whoever closes an interval;
+    /// `None` for a fixed limit. Lock order: this, then the queue lock.
+    pub(crate) estimator: Option<parking_lot::Mutex<Estimator>>,
+    /// What the adaptive limit learns from (unused for a fixed limit).
+    sampler: Sampler,
     queues: Mutex<WaitQueues>,
     /// Queue lengths per rank, written under the queue lock, read without it.
     queue_lens: [AtomicU32; Rank::COUNT],
@@ -33,10 +39,18 @@ pub(crate) struct Engine {
 
 impl Engine {
     pub(crate) fn new(config: Config) -> Engine {
+        let estimator = match config.limit {
+            LimitConfig::Fixed(_) => None,
+            LimitConfig::Adaptive(settings) => {
+                Some(parking_lot::Mutex::new(Estimator::new(settings)))
+            }
+        };
         Engine {
             epoch: config.clock.now(),
-            slots: Slots::new(config.limit),
+            slots: Slots::new(config.limit.initial()),
             controller: Controller::new(&config),
+            estimator,
+            sampler: Sampler::default(),
             queues: Mutex::new(WaitQueues::new()),
             queue_lens: Default::default(),
             counters: Counters::default(),
@@ -72,8 +86,7 @@ impl Engine {
     /// The whole door: judge, then take a slot, wait, or refuse.
     pub(crate) fn admit(self: &Arc<Self>, arrival: &Arrival, may_wait: bool) -> Admission {
         let now = self.now();
-        self.controller
-            .tick(now, false, self.slots.limit(), &self.config);
+        self.tick(now, false);
         let rank = arrival.rank();
         let deadline = arrival.deadline_nanos(now, |at| self.since_epoch(at));
         if deadline.is_some_and(|deadline| deadline <= now) {
@@ -103,6 +116,9 @@ impl Engine {
         if free && self.slots.try_take(rank) {
             self.controller.record_no_wait(rank);
             return Admission::Admitted(self.permit(rank, now, deadline));
+        }
+        if self.estimator.is_some() {
+            self.sampler.record_blocked();
         }
         // Refusals decided at the door take no lock: a full queue is read
         // from its lock-free length (and checked again under the lock).
@@ -191,7 +207,16 @@ impl Engine {
     /// A permit taken without waiting.
     fn permit(self: &Arc<Self>, rank: Rank, now: u64, deadline: Option<u64>) -> Permit {
         self.counters.count(rank.class(), Outcome::Admitted);
-        Permit::new(Arc::clone(self), rank, now, 0, deadline)
+        self.make_permit(rank, now, 0, deadline)
+    }
+
+    /// The epoch a permit admitted now belongs to (0 under a fixed limit).
+    fn limit_epoch(&self) -> u32 {
+        if self.estimator.is_some() {
+            self.sampler.epoch()
+        } else {
+            0
+        }
     }
 
     fn refuse(&self, reason: RejectReason, rank: Rank, cohort: Cohort) -> Admission {
@@ -253,15 +278,44 @@ impl Engine {
             })
     }
 
-    /// A permit's slot comes back after `service` nanoseconds of work.
-    pub(crate) fn complete(&self, started_at: u64) {
+    /// A permit's slot comes back: it was taken at `started_at`, in `epoch`.
+    pub(crate) fn complete(&self, rank: Rank, started_at: u64, epoch: u32, ending: Ending) {
         let now = self.now();
-        let force = self
-            .controller
-            .record_completion(now.saturating_sub(started_at), &self.config);
+        let outcome = match ending {
+            Ending::Completed => Outcome::Completed,
+            Ending::Abandoned => Outcome::Abandoned,
+            Ending::DeadlineCut => Outcome::CutAtDeadline,
+        };
+        self.counters.count(rank.class(), outcome);
+        let hold = now.saturating_sub(started_at);
+        let force = self.controller.record_completion(hold, &self.config);
+        if self.estimator.is_some() {
+            self.sampler.record(epoch, hold, ending);
+        }
         self.give_back(now);
-        self.controller
-            .tick(now, force, self.slots.limit(), &self.config);
+        self.tick(now, force);
+    }
+
+    /// Closes the controller interval if it is due and this thread claims it:
+    /// the level moves, and an adaptive limit takes the interval's samples.
+    fn tick(&self, now: u64, force: bool) {
+        let Some(claim) = self.controller.claim(now, force, &self.config) else {
+            return;
+        };
+        let elapsed = self
+            .controller
+            .update(&claim, now, self.slots.limit(), &self.config);
+        if let Some(estimator) = &self.estimator {
+            let mut estimator = estimator.lock();
+            if let Some(change) = estimator.on_interval(self.sampler.take(elapsed)) {
+                if change.new_epoch {
+                    self.sampler.new_epoch();
+                }
+                if change.limit != self.slots.limit() {
+                    self.apply_limit(change.limit, now);
+                }
+            }
+        }
     }
 
     /// Returns a slot: lock-free unless somebody waits, then hands it over.
@@ -300,10 +354,22 @@ impl Engine {
         false
     }
 
-    /// Changes the concurrency limit; a raised limit is handed to waiters at once.
+    /// An operator changes the limit: an adaptive limit goes on from it.
     pub(crate) fn set_limit(&self, limit: u32) {
-        self.slots.set_limit(limit);
         let now = self.now();
+        match &self.estimator {
+            Some(estimator) => {
+                let mut estimator = estimator.lock();
+                estimator.set_limit(limit);
+                self.apply_limit(estimator.limit(), now);
+            }
+            None => self.apply_limit(limit, now),
+        }
+    }
+
+    /// Changes the concurrency limit; a raised limit is handed to waiters at once.
+    fn apply_limit(&self, limit: u32, now: u64) {
+        self.slots.set_limit(limit);
         let mut locked = self.lock();
         let level = self.controller.level();
         // As in `give_back`: a waiter the level now sheds is refused, not served.
@@ -397,7 +463,14 @@ impl Engine {
         sojourn: u64,
         deadline: Option<u64>,
     ) -> Permit {
-        Permit::new(Arc::clone(self), rank, at, sojourn, deadline)
+        Permit::new(
+            Arc::clone(self),
+            rank,
+            at,
+            sojourn,
+            deadline,
+            self.limit_epoch(),
+        )
     }
 }
 

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engine::Engine;
+use crate::limit::Ending;
 use crate::{Class, Rank};
 
 /// A slot of the concurrency limit, held while a request is served.
@@ -31,6 +32,9 @@ pub struct Permit {
     started_at: u64,
     queued: Duration,
     deadline: Option<u64>,
+    /// The adaptive limit's epoch the permit was admitted in.
+    epoch: u32,
+    ending: Ending,
 }
 
 impl Permit {
@@ -40,6 +44,7 @@ impl Permit {
         started_at: u64,
         sojourn: u64,
         deadline: Option<u64>,
+        epoch: u32,
     ) -> Permit {
         Permit {
             engine,
@@ -47,7 +52,37 @@ impl Permit {
             started_at,
             queued: Duration::from_nanos(sojourn),
             deadline,
+            epoch,
+            ending: Ending::Completed,
         }
+    }
+
+    /// Gives the slot back for a request whose caller gave up before its work
+    /// finished (a client that hung up, a cancelled future). Dropping the
+    /// permit instead says the work finished.
+    ///
+    /// The difference matters to the adaptive limit: the permit's hold time
+    /// is only a lower bound of the work's, and the work may go on downstream
+    /// after the caller left, so the sample is counted as censored, a sign of
+    /// congestion, never as a fast success.
+    ///
+    /// ```
+    /// use shed_core::{Arrival, Class, Shedder};
+    /// let shedder = Shedder::builder().build()?;
+    /// let permit = shedder.try_admit(&Arrival::new(Class::Interactive)).unwrap();
+    /// permit.abandon(); // the client hung up
+    /// assert_eq!(shedder.in_flight(), 0);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn abandon(mut self) {
+        self.ending = Ending::Abandoned;
+    }
+
+    /// Gives the slot back for a request whose work was cut off because its
+    /// deadline passed. Counted, like [`abandon`](Permit::abandon), as a
+    /// censored sample.
+    pub fn cut_at_deadline(mut self) {
+        self.ending = Ending::DeadlineCut;
     }
 
     /// The rank the request was admitted at.
@@ -73,7 +108,8 @@ impl Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.engine.complete(self.started_at);
+        self.engine
+            .complete(self.rank, self.started_at, self.epoch, self.ending);
     }
 }
 

@@ -102,9 +102,10 @@ impl Shedder {
         self.engine.slots.limit()
     }
 
-    /// Changes the concurrency limit (for an adaptive limiter, or an operator).
-    /// Raising it hands the new slots to waiters at once; lowering it lets the
-    /// excess drain as requests complete.
+    /// Changes the concurrency limit (an operator's hand). Raising it hands
+    /// the new slots to waiters at once; lowering it lets the excess drain as
+    /// requests complete. An adaptive limit goes on adapting from the new
+    /// value, within its bounds (build with [`Builder::limit`] to pin it).
     ///
     /// # Errors
     ///
@@ -132,12 +133,18 @@ impl Shedder {
     }
 
     /// A snapshot of limits, queues, level and counters. Cheap: a few dozen
-    /// relaxed atomic loads, no lock.
+    /// relaxed atomic loads, and with an adaptive limit one lock that only
+    /// the thread closing a controller interval ever holds.
     pub fn stats(&self) -> Stats {
         let engine = &self.engine;
         let limit = engine.slots.limit();
         Stats {
             limit,
+            limit_bounds: engine.config.limit.bounds(),
+            adaptive: engine
+                .estimator
+                .as_ref()
+                .map(|estimator| estimator.lock().beliefs().into()),
             in_flight: engine.slots.in_flight(),
             queued: Rank::ALL.map(|rank| engine.queue_len(rank)),
             level: engine.controller.level(),

@@ -16,7 +16,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::{Class, Level, Rank, RejectReason};
+use crate::{AdaptiveStats, Class, Level, Rank, RejectReason};
 
 /// What happened to a request at one step of its journey.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,9 +28,12 @@ pub(crate) enum Outcome {
     QueueFull,
     DroppedFromQueue,
     Expired,
+    Completed,
+    Abandoned,
+    CutAtDeadline,
 }
 
-const OUTCOMES: usize = 7;
+const OUTCOMES: usize = 10;
 
 impl Outcome {
     /// The counter a rejection reason lands in.
@@ -78,6 +81,9 @@ impl Counters {
             queue_full: read(Outcome::QueueFull),
             dropped_from_queue: read(Outcome::DroppedFromQueue),
             expired: read(Outcome::Expired),
+            completed: read(Outcome::Completed),
+            abandoned: read(Outcome::Abandoned),
+            cut_at_deadline: read(Outcome::CutAtDeadline),
         }
     }
 }
@@ -102,6 +108,14 @@ pub struct ClassStats {
     pub dropped_from_queue: u64,
     /// Queued requests whose deadline passed while they waited.
     pub expired: u64,
+    /// Admitted requests whose work finished (successfully or not).
+    pub completed: u64,
+    /// Admitted requests whose caller gave up before the work finished
+    /// ([`Permit::abandon`](crate::Permit::abandon)).
+    pub abandoned: u64,
+    /// Admitted requests cut off at their deadline
+    /// ([`Permit::cut_at_deadline`](crate::Permit::cut_at_deadline)).
+    pub cut_at_deadline: u64,
 }
 
 impl ClassStats {
@@ -115,8 +129,13 @@ impl ClassStats {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// The concurrency limit.
+    /// The concurrency limit now.
     pub limit: u32,
+    /// The lowest and highest the limit may be: its bounds when adaptive,
+    /// the limit twice when pinned.
+    pub limit_bounds: (u32, u32),
+    /// What the adaptive limit believes; `None` when the limit is pinned.
+    pub adaptive: Option<AdaptiveStats>,
     /// Requests holding a slot now.
     pub in_flight: u32,
     /// Requests waiting, per rank in shed order ([`Rank::ALL`]).

@@ -16,17 +16,52 @@ fn refused(builder: Builder, setting: &str) -> ConfigError {
         "{message:?} does not name {setting}"
     );
     assert!(
-        message.contains("set it") || message.contains("give it"),
+        message.contains("; set ") || message.contains("; give it"),
         "{message:?} does not say what to do"
     );
     error
 }
 
 #[test]
-fn the_defaults_are_valid() {
+fn the_defaults_are_valid_and_the_limit_adapts_from_8_between_1_and_1000() {
     let shedder = Shedder::builder().build().unwrap();
-    assert_eq!(shedder.limit(), 64);
+    assert_eq!(shedder.limit(), 8);
+    let stats = shedder.stats();
+    assert_eq!(stats.limit_bounds, (1, 1_000));
+    assert_eq!(stats.adaptive.map(|a| a.phase), Some("slow start"));
     assert!(Shedder::with_limit(8).is_ok());
+}
+
+#[test]
+fn a_pinned_limit_has_no_adaptive_state() {
+    let stats = Shedder::builder().limit(64).build().unwrap().stats();
+    assert_eq!((stats.limit, stats.limit_bounds), (64, (64, 64)));
+    assert_eq!(stats.adaptive, None);
+}
+
+#[test]
+fn adaptive_limit_settings_out_of_range_are_refused() {
+    use shed_core::AdaptiveLimit;
+    let cases = [
+        AdaptiveLimit::new().min(0),
+        AdaptiveLimit::new().max(MAX_LIMIT + 1),
+        AdaptiveLimit::new().min(10).max(5),
+        AdaptiveLimit::new().initial(2).min(4),
+        AdaptiveLimit::new().round_samples(8),
+        AdaptiveLimit::new().max_round(Duration::ZERO),
+        AdaptiveLimit::new().inflation(1.0),
+        AdaptiveLimit::new().inflation(f64::NAN),
+        AdaptiveLimit::new().censored_share(0.0),
+        AdaptiveLimit::new().headroom(0.3, 0.1),
+        AdaptiveLimit::new().headroom(-0.1, 0.1),
+        AdaptiveLimit::new().refresh_rounds(1),
+    ];
+    for settings in cases {
+        refused(
+            Shedder::builder().adaptive_limit(settings),
+            "adaptive_limit",
+        );
+    }
 }
 
 #[test]

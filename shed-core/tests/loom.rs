@@ -98,7 +98,10 @@ fn a_waiter_that_gives_up_as_a_slot_is_handed_to_it_loses_no_slot() {
         releasing.join().unwrap();
         assert_eq!(shedder.in_flight(), 0);
         assert_eq!(shedder.stats().queue_len(), 0);
-        assert!(shedder.try_admit(&batch()).is_ok(), "the slot is free again");
+        assert!(
+            shedder.try_admit(&batch()).is_ok(),
+            "the slot is free again"
+        );
     });
 }
 
@@ -219,9 +222,7 @@ fn raising_the_limit_while_a_holder_releases_loses_and_invents_no_slot() {
 /// close at 100 ms: returns the shedder at 100 ms with nothing closed yet.
 fn overloaded_interval() -> Shedder {
     let (shedder, clock) = shedder(1);
-    let held = shedder
-        .try_admit(&Arrival::new(Class::Critical))
-        .unwrap();
+    let held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
     let waiting = queued(shedder.admit(&batch().with_cohort(Cohort::MAX)));
     clock.advance(Duration::from_millis(10));
     drop(held);

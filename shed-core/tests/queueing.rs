@@ -217,12 +217,15 @@ fn admitted_and_queued_requests_are_counted_per_class() {
 }
 
 #[test]
-fn by_default_each_rank_queues_as_many_requests_as_the_limit() {
+fn by_default_each_rank_queues_up_to_1024_requests_whatever_the_limit() {
+    // The queue's capacity bounds memory; how long a request may wait is
+    // bounded by time (its class's maximum wait, its deadline, what the
+    // service is measured to deliver).
     let (shedder, _clock) = build(Shedder::builder().limit(2));
     let _busy: Vec<_> = (0..2)
         .map(|_| shedder.try_admit(&Arrival::new(Class::Critical)).unwrap())
         .collect();
-    let _waiting: Vec<_> = (0..2)
+    let _waiting: Vec<_> = (0..1_024)
         .map(|_| queued(shedder.admit(&Arrival::new(Class::Batch))))
         .collect();
     let refused = rejected(shedder.admit(&Arrival::new(Class::Batch)));

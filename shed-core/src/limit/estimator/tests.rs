@@ -1,0 +1,406 @@
+//! The algorithm alone, against a deterministic model of a service: `workers`
+//! requests served at once in arrival order (the rest wait inside, out of the
+//! shedder's sight), work that is not cancellable, arrivals at a steady rate,
+//! and a limit at the door that refuses what it cannot admit. Every 100 ms
+//! the model hands the estimator what the engine would have measured.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::*;
+
+const MS: u64 = 1_000_000;
+const INTERVAL: u64 = 100 * MS;
+
+fn settings(initial: u32) -> Settings {
+    Settings {
+        initial,
+        min: 1,
+        max: 1_000,
+        round_samples: 64,
+        max_round: 5_000 * MS,
+        inflation: 1.6,
+        censored_share: 0.1,
+        headroom: (0.06, 0.2),
+        refresh_rounds: 300,
+    }
+}
+
+/// How long each request holds a worker.
+#[derive(Clone, Copy)]
+enum Work {
+    /// Always the same.
+    Constant(u64),
+    /// Exponential with this mean, from a seeded generator.
+    Exponential(u64),
+}
+
+/// A request the model tracks: when its permit was taken, in which epoch,
+/// and whether its caller is still there.
+struct Job {
+    admitted: u64,
+    epoch: u32,
+    holds_permit: bool,
+}
+
+struct Model {
+    estimator: Estimator,
+    workers: usize,
+    work: Work,
+    /// Service time multiplier, in percent.
+    slowdown: u64,
+    /// Arrivals per second.
+    rate: f64,
+    /// Callers hang up after this long (their work goes on), if set.
+    patience: Option<u64>,
+    now: u64,
+    next_arrival: f64,
+    next_interval: u64,
+    epoch: u32,
+    in_flight: u32,
+    busy: usize,
+    waiting: VecDeque<usize>,
+    jobs: Vec<Job>,
+    /// (done at, job) for jobs on a worker, and (hang-up at, job).
+    done: BinaryHeap<Reverse<(u64, usize)>>,
+    hang_ups: BinaryHeap<Reverse<(u64, usize)>>,
+    samples: IntervalSamples,
+    random: u64,
+    /// The limit after each interval.
+    trace: Vec<u32>,
+    /// Whether the estimator was probing after each interval.
+    probing: Vec<bool>,
+}
+
+impl Model {
+    fn new(initial: u32, workers: usize, work: Work, rate: f64) -> Model {
+        Model {
+            estimator: Estimator::new(settings(initial)),
+            workers,
+            work,
+            slowdown: 100,
+            rate,
+            patience: None,
+            now: 0,
+            next_arrival: 0.0,
+            next_interval: INTERVAL,
+            epoch: 0,
+            in_flight: 0,
+            busy: 0,
+            waiting: VecDeque::new(),
+            jobs: Vec::new(),
+            done: BinaryHeap::new(),
+            hang_ups: BinaryHeap::new(),
+            samples: IntervalSamples::default(),
+            random: seed(),
+            trace: Vec::new(),
+            probing: Vec::new(),
+        }
+    }
+
+    /// Twice the capacity of `workers` x `mean` ms.
+    fn overloaded(initial: u32, workers: usize, work: Work) -> Model {
+        let mean = match work {
+            Work::Constant(ns) | Work::Exponential(ns) => ns,
+        };
+        Model::new(
+            initial,
+            workers,
+            work,
+            2.0 * workers as f64 * 1e9 / mean as f64,
+        )
+    }
+
+    fn limit(&self) -> u32 {
+        self.estimator.limit()
+    }
+
+    fn service_time(&mut self) -> u64 {
+        let base = match self.work {
+            Work::Constant(ns) => ns,
+            Work::Exponential(mean) => {
+                self.random ^= self.random << 13;
+                self.random ^= self.random >> 7;
+                self.random ^= self.random << 17;
+                let uniform = (self.random >> 11) as f64 / (1u64 << 53) as f64;
+                (-(1.0 - uniform).ln() * mean as f64) as u64
+            }
+        };
+        base * self.slowdown / 100
+    }
+
+    fn start(&mut self, job: usize) {
+        self.busy += 1;
+        let done = self.now + self.service_time();
+        self.done.push(Reverse((done, job)));
+    }
+
+    fn release(&mut self, job: usize, completed: bool) {
+        let record = &mut self.jobs[job];
+        record.holds_permit = false;
+        self.in_flight -= 1;
+        self.samples.released += 1;
+        if record.epoch == self.epoch {
+            let hold = self.now - record.admitted;
+            self.samples.samples += 1;
+            self.samples.hold += hold;
+            if completed {
+                self.samples.completed += 1;
+                self.samples.completed_hold += hold;
+            } else {
+                self.samples.censored += 1;
+            }
+        }
+    }
+
+    fn arrive(&mut self) {
+        if self.in_flight >= self.limit() {
+            self.samples.blocked += 1;
+            return;
+        }
+        self.in_flight += 1;
+        let job = self.jobs.len();
+        self.jobs.push(Job {
+            admitted: self.now,
+            epoch: self.epoch,
+            holds_permit: true,
+        });
+        if let Some(patience) = self.patience {
+            self.hang_ups.push(Reverse((self.now + patience, job)));
+        }
+        if self.busy < self.workers {
+            self.start(job);
+        } else {
+            self.waiting.push_back(job);
+        }
+    }
+
+    /// Runs the model for `intervals` controller intervals.
+    fn run(&mut self, intervals: usize) {
+        let end = self.next_interval + (intervals as u64 - 1) * INTERVAL;
+        while self.next_interval <= end {
+            let arrival = if self.rate > 0.0 {
+                self.next_arrival as u64
+            } else {
+                u64::MAX
+            };
+            let done = self.done.peek().map_or(u64::MAX, |Reverse((at, _))| *at);
+            let hang_up = self
+                .hang_ups
+                .peek()
+                .map_or(u64::MAX, |Reverse((at, _))| *at);
+            let next = arrival.min(done).min(hang_up).min(self.next_interval);
+            self.now = next;
+            if next == self.next_interval {
+                self.close_interval();
+            } else if next == done {
+                let Reverse((_, job)) = self.done.pop().expect("a job");
+                self.busy -= 1;
+                if self.jobs[job].holds_permit {
+                    self.release(job, true);
+                }
+                if let Some(next_job) = self.waiting.pop_front() {
+                    self.start(next_job);
+                }
+            } else if next == hang_up {
+                let Reverse((_, job)) = self.hang_ups.pop().expect("a job");
+                if self.jobs[job].holds_permit {
+                    self.release(job, false); // the work goes on as a ghost
+                }
+            } else {
+                self.next_arrival += 1e9 / self.rate;
+                self.arrive();
+            }
+        }
+    }
+
+    fn close_interval(&mut self) {
+        let mut samples = std::mem::take(&mut self.samples);
+        samples.elapsed = INTERVAL;
+        if let Some(change) = self.estimator.on_interval(samples) {
+            if change.new_epoch {
+                self.epoch += 1;
+            }
+        }
+        self.trace.push(self.limit());
+        self.probing
+            .push(self.estimator.beliefs().phase == "probing");
+        self.next_interval += INTERVAL;
+    }
+}
+
+/// The exponential generator's seed: fixed, so every run is the same;
+/// `SHED_MODEL_SEED` tries another realization of the same service.
+fn seed() -> u64 {
+    std::env::var("SHED_MODEL_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok())
+        .filter(|seed| *seed != 0) // xorshift stays at zero
+        .unwrap_or(0x5EED)
+}
+
+/// Whether `limit` is within a factor of 1.5 of `knee`.
+fn within_1_5x(limit: u32, knee: u32) -> bool {
+    let (limit, knee) = (f64::from(limit), f64::from(knee));
+    limit <= 1.5 * knee && limit >= knee / 1.5
+}
+
+#[test]
+fn from_8x_too_high_the_limit_is_within_1_5x_of_the_knee_within_20_intervals() {
+    for work in [Work::Constant(20 * MS), Work::Exponential(20 * MS)] {
+        let mut model = Model::overloaded(64, 8, work);
+        model.run(20);
+        assert!(within_1_5x(model.limit(), 8), "{:?}", model.trace);
+    }
+}
+
+#[test]
+fn from_the_minimum_the_limit_is_within_1_5x_of_the_knee_within_20_intervals() {
+    for work in [Work::Constant(20 * MS), Work::Exponential(20 * MS)] {
+        let mut model = Model::overloaded(1, 8, work);
+        model.run(20);
+        assert!(within_1_5x(model.limit(), 8), "{:?}", model.trace);
+    }
+}
+
+#[test]
+fn from_the_minimum_a_service_32_times_larger_is_reached_within_40_intervals() {
+    // 256 workers: slow start doubles (each doubling measured once its new
+    // epoch settles, two intervals), it does not creep.
+    let mut model = Model::overloaded(1, 256, Work::Constant(20 * MS));
+    model.run(40);
+    assert!(within_1_5x(model.limit(), 256), "{:?}", model.trace);
+}
+
+#[test]
+fn at_steady_load_for_1000_intervals_the_limit_stays_within_20_percent() {
+    for work in [Work::Constant(20 * MS), Work::Exponential(20 * MS)] {
+        let mut model = Model::overloaded(8, 8, work);
+        model.run(50);
+        model.trace.clear();
+        model.probing.clear();
+        model.run(1_000);
+        let mut steady: Vec<u32> = model
+            .trace
+            .iter()
+            .zip(&model.probing)
+            .filter(|(_, probing)| !**probing)
+            .map(|(limit, _)| *limit)
+            .collect();
+        let mean = |limits: &[u32]| {
+            limits.iter().map(|l| f64::from(*l)).sum::<f64>() / limits.len() as f64
+        };
+        // No drift: the first and the second half of the run agree.
+        let half = steady.len() / 2;
+        let (first, last) = (mean(&steady[..half]), mean(&steady[half..]));
+        assert!((last / first - 1.0).abs() < 0.1, "{first} -> {last}");
+        steady.sort_unstable();
+        let median = f64::from(steady[steady.len() / 2]);
+        let (low, high) = (0.8 * median, 1.2 * median);
+        assert!(
+            steady.iter().all(|l| (low..=high).contains(&f64::from(*l))),
+            "median {median}: {:?}",
+            model.trace
+        );
+        assert!(within_1_5x(median as u32, 8));
+    }
+}
+
+#[test]
+fn after_an_overload_that_pinned_it_to_the_floor_it_recovers_within_20_intervals() {
+    let mut model = Model::overloaded(8, 8, Work::Constant(20 * MS));
+    model.run(30);
+    // The service all but stalls (service time x50) and callers give up
+    // after 250 ms: probes halve the limit down to the floor.
+    model.slowdown = 5_000;
+    model.patience = Some(250 * MS);
+    model.run(300);
+    assert_eq!(model.limit(), 1, "{:?}", model.trace);
+    model.slowdown = 100;
+    model.patience = None;
+    model.run(20);
+    assert!(within_1_5x(model.limit(), 8), "{:?}", model.trace);
+}
+
+#[test]
+fn at_5_requests_per_second_it_keeps_its_limit() {
+    let mut model = Model::new(8, 8, Work::Exponential(20 * MS), 5.0);
+    model.run(600);
+    assert!(model.trace.iter().all(|l| *l == 8), "{:?}", model.trace);
+}
+
+#[test]
+fn censored_samples_lower_it() {
+    let mut model = Model::overloaded(8, 8, Work::Exponential(20 * MS));
+    model.run(50);
+    let settled = model.limit();
+    // Callers now give up after 30 ms: a fifth of the permits come back
+    // early, censored, while their work goes on as ghosts.
+    model.patience = Some(30 * MS);
+    model.trace.clear();
+    model.run(50);
+    let mean = model.trace.iter().map(|l| f64::from(*l)).sum::<f64>() / model.trace.len() as f64;
+    assert!(
+        mean < 0.8 * f64::from(settled),
+        "{settled} -> {:?}",
+        model.trace
+    );
+}
+
+#[test]
+fn a_tripled_service_time_with_unchanged_concurrency_keeps_it_within_1_5x_of_8() {
+    for work in [Work::Constant(20 * MS), Work::Exponential(20 * MS)] {
+        let mut model = Model::overloaded(8, 8, work);
+        model.run(50);
+        model.slowdown = 300;
+        model.trace.clear();
+        model.probing.clear();
+        model.run(150);
+        let outside_probes: Vec<u32> = model
+            .trace
+            .iter()
+            .zip(&model.probing)
+            .skip(10) // the first rounds after the change are probed
+            .filter(|(_, probing)| !**probing)
+            .map(|(limit, _)| *limit)
+            .collect();
+        assert!(
+            outside_probes.iter().all(|l| within_1_5x(*l, 8)),
+            "{:?}",
+            model.trace
+        );
+    }
+}
+
+#[test]
+fn a_service_with_one_worker_gets_a_limit_of_one_or_two() {
+    let mut model = Model::overloaded(8, 1, Work::Constant(10 * MS));
+    model.run(40);
+    assert!((1..=2).contains(&model.limit()), "{:?}", model.trace);
+}
+
+#[test]
+fn more_workers_are_found_and_used() {
+    let mut model = Model::overloaded(8, 8, Work::Constant(20 * MS));
+    model.run(40);
+    model.workers = 16;
+    model.rate *= 2.0;
+    model.run(60);
+    assert!(within_1_5x(model.limit(), 16), "{:?}", model.trace);
+}
+
+#[test]
+fn the_limit_never_leaves_its_bounds() {
+    let mut bounded = settings(8);
+    bounded.min = 4;
+    bounded.max = 12;
+    let mut model = Model::overloaded(8, 64, Work::Constant(20 * MS));
+    model.estimator = Estimator::new(bounded);
+    model.run(100);
+    assert!(model.trace.iter().all(|l| (4..=12).contains(l)));
+    assert_eq!(
+        model.limit(),
+        12,
+        "64 workers: the limit sits at its maximum"
+    );
+}

@@ -1,0 +1,261 @@
+//! The concurrency limit: adaptive by default, fixed when asked.
+//!
+//! Nobody knows their service's capacity, and it moves with deploys, CPU,
+//! dependencies and request mix. So by default the limit adapts: it finds
+//! the *knee* of the service, the concurrency beyond which throughput stops
+//! growing and hold times start to, and keeps the limit just above it (see
+//! [`estimator`] for the algorithm). Pin it with
+//! [`Builder::limit`](crate::Builder::limit) only when the capacity really
+//! is a constant you know.
+//!
+//! ```
+//! use shed_core::{AdaptiveLimit, Shedder};
+//!
+//! // The default: adaptive, from 8 in flight, between 1 and 1,000.
+//! let adaptive = Shedder::builder().build()?;
+//! assert_eq!(adaptive.limit(), 8);
+//!
+//! // Adaptive within bounds a team knows are sane.
+//! let bounded = Shedder::builder()
+//!     .adaptive_limit(AdaptiveLimit::new().initial(16).min(4).max(256))
+//!     .build()?;
+//! assert_eq!(bounded.stats().limit_bounds, (4, 256));
+//!
+//! // Pinned.
+//! let pinned = Shedder::builder().limit(64).build()?;
+//! assert_eq!(pinned.stats().limit_bounds, (64, 64));
+//! # Ok::<(), shed_core::ConfigError>(())
+//! ```
+//!
+//! # Cost
+//!
+//! The admit path reads one more atomic (the epoch a permit is admitted in);
+//! the release path adds a few relaxed counters; the estimator itself runs
+//! once per controller interval, on the thread that closes it, under a mutex
+//! nobody else takes.
+
+pub(crate) mod estimator;
+mod sampler;
+
+use std::time::Duration;
+
+pub(crate) use estimator::{Estimator, Settings};
+pub(crate) use sampler::{Ending, Sampler};
+
+use crate::config::{nanos, ConfigError, MAX_LIMIT};
+
+/// Settings of the adaptive concurrency limit, for
+/// [`Builder::adaptive_limit`](crate::Builder::adaptive_limit).
+///
+/// The defaults suit a typical HTTP service; the bounds are the settings
+/// most worth choosing. Every setting is checked when the shedder is built.
+///
+/// ```
+/// use shed_core::{AdaptiveLimit, Shedder};
+///
+/// let error = Shedder::builder()
+///     .adaptive_limit(AdaptiveLimit::new().min(10).max(5))
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(error.setting(), "adaptive_limit");
+/// assert!(error.to_string().contains("min"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[must_use = "settings do nothing until passed to Builder::adaptive_limit"]
+pub struct AdaptiveLimit {
+    initial: usize,
+    min: usize,
+    max: usize,
+    round_samples: u32,
+    max_round: Duration,
+    inflation: f64,
+    censored_share: f64,
+    headroom: (f64, f64),
+    refresh_rounds: u32,
+}
+
+impl Default for AdaptiveLimit {
+    fn default() -> Self {
+        AdaptiveLimit {
+            initial: 8,
+            min: 1,
+            max: 1_000,
+            round_samples: 64,
+            max_round: Duration::from_secs(5),
+            inflation: 1.6,
+            censored_share: 0.1,
+            headroom: (0.06, 0.2),
+            refresh_rounds: 300,
+        }
+    }
+}
+
+impl AdaptiveLimit {
+    /// The default settings.
+    pub fn new() -> AdaptiveLimit {
+        AdaptiveLimit::default()
+    }
+
+    /// The limit to start from. Default 8: from 8 or less the limit doubles
+    /// while hold times stay flat (slow start); from more it first probes
+    /// down to measure the service's baseline.
+    pub fn initial(mut self, limit: usize) -> Self {
+        self.initial = limit;
+        self
+    }
+
+    /// The lowest the limit may go. Default 1.
+    pub fn min(mut self, limit: usize) -> Self {
+        self.min = limit;
+        self
+    }
+
+    /// The highest the limit may go. Default 1,000.
+    pub fn max(mut self, limit: usize) -> Self {
+        self.max = limit;
+        self
+    }
+
+    /// How many released permits a decision is made on. Default 64; more
+    /// is steadier and slower. From 16 to 65,536.
+    pub fn round_samples(mut self, samples: u32) -> Self {
+        self.round_samples = samples;
+        self
+    }
+
+    /// A decision that has not gathered its samples by then is dropped, and
+    /// the limit kept (a quiet service keeps its limit). Default 5 s.
+    pub fn max_round(mut self, duration: Duration) -> Self {
+        self.max_round = duration;
+        self
+    }
+
+    /// How far hold times may inflate over the service's measured baseline
+    /// (for two decisions in a row) before the limit is probed. Default 1.6;
+    /// more than 1.
+    pub fn inflation(mut self, ratio: f64) -> Self {
+        self.inflation = ratio;
+        self
+    }
+
+    /// The share of permits, abandoned by their caller or cut at their
+    /// deadline, above which the limit backs off. Default 0.1; in (0, 1].
+    pub fn censored_share(mut self, share: f64) -> Self {
+        self.censored_share = share;
+        self
+    }
+
+    /// The headroom kept above the knee, as a range the limit moves in: more
+    /// while hold times stay flat, less while they inflate at peak
+    /// throughput. Default 6% to 20%; `0 <= low <= high <= 1`.
+    pub fn headroom(mut self, low: f64, high: f64) -> Self {
+        self.headroom = (low, high);
+        self
+    }
+
+    /// Decisions between unprompted probes that re-measure the baseline.
+    /// Default 300; at least 10.
+    pub fn refresh_rounds(mut self, rounds: u32) -> Self {
+        self.refresh_rounds = rounds;
+        self
+    }
+
+    /// Checks every setting.
+    pub(crate) fn validate(&self) -> Result<Settings, ConfigError> {
+        let fail = |problem: String| Err(ConfigError::new("adaptive_limit", problem));
+        let in_range = |n: usize| (1..=MAX_LIMIT).contains(&n);
+        if !in_range(self.min) || !in_range(self.max) || !in_range(self.initial) {
+            return fail(format!(
+                "has min {}, initial {}, max {}; set each from 1 to {MAX_LIMIT}",
+                self.min, self.initial, self.max
+            ));
+        }
+        if self.min > self.max || !(self.min..=self.max).contains(&self.initial) {
+            return fail(format!(
+                "has min {}, initial {}, max {}; set them so that min <= initial <= max",
+                self.min, self.initial, self.max
+            ));
+        }
+        if !(16..=65_536).contains(&self.round_samples) {
+            return fail(format!(
+                "has round_samples {}; set it from 16 to 65,536 (64 suits most services)",
+                self.round_samples
+            ));
+        }
+        if self.max_round < Duration::from_millis(100)
+            || self.max_round > Duration::from_secs(3_600)
+        {
+            return fail(format!(
+                "has max_round {:?}; set it from 100 ms to an hour",
+                self.max_round
+            ));
+        }
+        if !(self.inflation > 1.0 && self.inflation <= 100.0) {
+            return fail(format!(
+                "has inflation {}; set it above 1 and at most 100, for example 1.6",
+                self.inflation
+            ));
+        }
+        if !(self.censored_share > 0.0 && self.censored_share <= 1.0) {
+            return fail(format!(
+                "has censored_share {}; set it in (0, 1], for example 0.1",
+                self.censored_share
+            ));
+        }
+        let (low, high) = self.headroom;
+        if !(0.0 <= low && low <= high && high <= 1.0) {
+            return fail(format!(
+                "has headroom ({low}, {high}); set 0 <= low <= high <= 1, for example (0.06, 0.2)"
+            ));
+        }
+        if self.refresh_rounds < 10 {
+            return fail(format!(
+                "has refresh_rounds {}; set it to at least 10 (300 suits most services)",
+                self.refresh_rounds
+            ));
+        }
+        Ok(Settings {
+            initial: self.initial as u32,
+            min: self.min as u32,
+            max: self.max as u32,
+            round_samples: self.round_samples,
+            max_round: nanos(self.max_round),
+            inflation: self.inflation,
+            censored_share: self.censored_share,
+            headroom: self.headroom,
+            refresh_rounds: self.refresh_rounds,
+        })
+    }
+}
+
+/// What the adaptive limit currently believes, in [`Stats`](crate::Stats).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct AdaptiveStats {
+    /// `"slow start"`, `"steady"` or `"probing"`.
+    pub phase: &'static str,
+    /// The hold time of a permit when nothing waits inside the service, as
+    /// last measured below the knee.
+    pub baseline: Option<Duration>,
+    /// The concurrency the last probe found the service to run at once.
+    pub knee: Option<f64>,
+    /// Permits released per second while the limit binds (smoothed).
+    pub delivery_rate: Option<f64>,
+    /// The headroom currently kept above the knee (a fraction).
+    pub headroom: f64,
+    /// Probes run since the engine was built.
+    pub probes: u64,
+}
+
+impl From<estimator::Beliefs> for AdaptiveStats {
+    fn from(beliefs: estimator::Beliefs) -> Self {
+        AdaptiveStats {
+            phase: beliefs.phase,
+            baseline: beliefs.baseline,
+            knee: beliefs.knee,
+            delivery_rate: beliefs.delivery_rate,
+            headroom: beliefs.headroom,
+            probes: beliefs.probes,
+        }
+    }
+}

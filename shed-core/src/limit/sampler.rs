@@ -1,0 +1,124 @@
+//! What the adaptive limit learns from: lock-free counters that permits and
+//! the door add to, drained into [`IntervalSamples`] where an interval closes.
+//!
+//! # Memory ordering
+//!
+//! `Relaxed` throughout: a sample counted in the next interval instead of
+//! this one changes nothing that matters, and the epoch only tells samples
+//! of the current limit from older ones (one admitted a moment before a new
+//! epoch is counted as old, or as new, either way a fair sample).
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::estimator::IntervalSamples;
+
+/// Hold times are clamped to this (an hour) before they are summed, so no
+/// interval's sum can overflow.
+const MAX_HOLD: u64 = 3_600_000_000_000;
+
+/// How a permit's slot came back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// The work finished (successfully or not): a full sample.
+    Completed,
+    /// The caller gave up first (hung up, was cancelled): a censored sample,
+    /// whose work may go on downstream.
+    Abandoned,
+    /// The deadline passed and the host cut the work off: censored too.
+    DeadlineCut,
+}
+
+/// The adaptive limit's counters for the current interval.
+#[derive(Debug, Default)]
+pub(crate) struct Sampler {
+    epoch: AtomicU32,
+    blocked: AtomicU64,
+    released: AtomicU64,
+    samples: AtomicU64,
+    hold: AtomicU64,
+    completed: AtomicU64,
+    completed_hold: AtomicU64,
+    censored: AtomicU64,
+}
+
+impl Sampler {
+    /// The epoch a permit admitted now belongs to.
+    pub(crate) fn epoch(&self) -> u32 {
+        self.epoch.load(Ordering::Relaxed)
+    }
+
+    /// Starts a new epoch: permits admitted before it no longer count as
+    /// samples of the limit in force.
+    pub(crate) fn new_epoch(&self) {
+        self.epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An arrival found every slot taken.
+    pub(crate) fn record_blocked(&self) {
+        self.blocked.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A permit admitted in `epoch` came back after `hold` nanoseconds.
+    pub(crate) fn record(&self, epoch: u32, hold: u64, ending: Ending) {
+        self.released.fetch_add(1, Ordering::Relaxed);
+        if epoch != self.epoch() {
+            return;
+        }
+        let hold = hold.min(MAX_HOLD);
+        self.samples.fetch_add(1, Ordering::Relaxed);
+        self.hold.fetch_add(hold, Ordering::Relaxed);
+        match ending {
+            Ending::Completed => {
+                self.completed.fetch_add(1, Ordering::Relaxed);
+                self.completed_hold.fetch_add(hold, Ordering::Relaxed);
+            }
+            Ending::Abandoned | Ending::DeadlineCut => {
+                self.censored.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Takes the interval's counts, which start again from zero.
+    pub(crate) fn take(&self, elapsed: u64) -> IntervalSamples {
+        let take = |counter: &AtomicU64| counter.swap(0, Ordering::Relaxed);
+        IntervalSamples {
+            elapsed,
+            blocked: take(&self.blocked),
+            released: take(&self.released),
+            samples: take(&self.samples),
+            hold: take(&self.hold),
+            completed: take(&self.completed),
+            completed_hold: take(&self.completed_hold),
+            censored: take(&self.censored),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_of_an_older_epoch_count_only_as_released() {
+        let sampler = Sampler::default();
+        sampler.new_epoch();
+        sampler.record(0, 10, Ending::Completed);
+        sampler.record(1, 30, Ending::Abandoned);
+        sampler.record(1, 20, Ending::Completed);
+        let samples = sampler.take(100);
+        assert_eq!(samples.released, 3);
+        assert_eq!((samples.samples, samples.hold), (2, 50));
+        assert_eq!((samples.completed, samples.completed_hold), (1, 20));
+        assert_eq!(samples.censored, 1);
+        assert_eq!(sampler.take(100).released, 0, "taking resets the counts");
+    }
+
+    #[test]
+    fn hold_times_beyond_an_hour_are_clamped_so_sums_cannot_overflow() {
+        let sampler = Sampler::default();
+        for _ in 0..1_000 {
+            sampler.record(0, u64::MAX, Ending::Completed);
+        }
+        assert_eq!(sampler.take(1).hold, 1_000 * MAX_HOLD);
+    }
+}
