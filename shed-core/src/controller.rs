@@ -34,6 +34,10 @@ use crate::service_time::ServiceTimes;
 use crate::{Cohort, Level, Rank};
 
 const NO_SAMPLE: u64 = u64::MAX;
+/// The share of an interval's arrivals hanging up that is a wave of them.
+const HANG_UP_WAVE: f64 = 0.05;
+/// Fewest hang-ups in an interval that make a wave.
+const HANG_UPS_AT_LEAST: u64 = 3;
 /// The interval boundary while one thread updates the controller.
 const UPDATING: u64 = u64::MAX;
 /// How many times the recovery step may double while health lasts.
@@ -168,7 +172,20 @@ impl Controller {
     /// Closes the interval: judges its queue delays and moves the level.
     /// Returns the interval's length in nanoseconds. Call it holding a
     /// [`Claim`].
-    pub(crate) fn update(&self, _claim: &Claim<'_>, now: u64, limit: u32, config: &Config) -> u64 {
+    ///
+    /// An interval is overloaded when some admitted rank kept a standing
+    /// queue (its shortest wait above the target), or when callers hung up
+    /// in a wave (`hang_ups`, at least [`HANG_UP_WAVE`] of the requests that
+    /// passed the level, and at least [`HANG_UPS_AT_LEAST`]): their work was
+    /// admitted for nobody, whatever the queue looked like.
+    pub(crate) fn update(
+        &self,
+        _claim: &Claim<'_>,
+        now: u64,
+        limit: u32,
+        hang_ups: u64,
+        config: &Config,
+    ) -> u64 {
         let elapsed = now.saturating_sub(self.last_update.swap(now, Ordering::Relaxed));
         // The worst standing queue: the largest of the shortest waits of the
         // ranks still admitted. A rank the level sheds whole is being emptied
@@ -199,7 +216,11 @@ impl Controller {
         // never below it (this matters for slow services with few slots).
         let natural_wait = self.slot_time(limit).map_or(0, |slot_time| slot_time / 2);
         let target = config.target_sojourn.max(natural_wait);
-        let overloaded = min_sojourn != NO_SAMPLE && min_sojourn > target;
+        let standing_queue = min_sojourn != NO_SAMPLE && min_sojourn > target;
+        let arrivals: u64 = passed.iter().sum();
+        let hang_up_wave =
+            hang_ups >= HANG_UPS_AT_LEAST && hang_ups as f64 >= HANG_UP_WAVE * arrivals as f64;
+        let overloaded = standing_queue || hang_up_wave;
         // Idleness wins: after so long without a single event, any sojourn
         // measured is from before the silence and says nothing about now.
         let next = if elapsed >= config.interval.saturating_mul(IDLE_INTERVALS_TO_RESET) {

@@ -10,6 +10,7 @@ use crate::arrival::CohortSource;
 use crate::config::{nanos, Config, LimitConfig};
 use crate::controller::Controller;
 use crate::limit::{Ending, Estimator, Sampler};
+use crate::patience::Patience;
 use crate::queue::{CellState, Entry, QueueKey, WaitQueues};
 use crate::retry_after::{self, Inputs};
 use crate::slots::{Slots, TakeOrWait};
@@ -17,7 +18,9 @@ use crate::stats::{Counters, Outcome};
 use crate::sync::{Mutex, MutexGuard};
 use crate::waiter::Waiter;
 use crate::wake_list::WakeList;
-use crate::{random, Admission, Arrival, Cohort, Level, Permit, Rank, RejectReason, Rejection};
+use crate::{
+    random, Admission, Arrival, Class, Cohort, Level, Permit, Rank, RejectReason, Rejection,
+};
 
 /// Everything a shedder shares between its clones, permits and waiters.
 #[derive(Debug)]
@@ -31,6 +34,8 @@ pub(crate) struct Engine {
     pub(crate) estimator: Option<parking_lot::Mutex<Estimator>>,
     /// What the adaptive limit learns from (unused for a fixed limit).
     sampler: Sampler,
+    /// How long callers are seen to wait before they hang up.
+    patience: Patience,
     queues: Mutex<WaitQueues>,
     /// Queue lengths per rank, written under the queue lock, read without it.
     queue_lens: [AtomicU32; Rank::COUNT],
@@ -51,6 +56,7 @@ impl Engine {
             controller: Controller::new(&config),
             estimator,
             sampler: Sampler::default(),
+            patience: Patience::new(),
             queues: Mutex::new(WaitQueues::new()),
             queue_lens: Default::default(),
             counters: Counters::default(),
@@ -102,15 +108,25 @@ impl Engine {
         // its deadline only has to leave room for the work itself.
         let may_wait = may_wait && self.config.queue_capacity > 0;
         let free = self.slots.looks_free(rank);
-        if let Some(deadline) = deadline {
-            let needed = if free || !may_wait {
-                self.config.min_useful_window
-            } else {
-                self.predicted_wait(rank)
-                    .saturating_add(self.useful_window_when_waiting())
-            };
-            if deadline - now < needed {
+        if free || !may_wait {
+            if deadline.is_some_and(|deadline| deadline - now < self.config.min_useful_window) {
                 return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort);
+            }
+        } else {
+            // It would wait: the wait it faces must fit what its deadline
+            // leaves (else it is refused without Retry-After, the caller's
+            // time being gone) and what callers are seen to wait (else it is
+            // refused for overload: the queue is longer than anyone waits).
+            let wait = self.predicted_wait(rank);
+            let window = self.useful_window_when_waiting();
+            if deadline.is_some_and(|deadline| deadline - now < wait.saturating_add(window)) {
+                return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort);
+            }
+            if self
+                .patience_budget(rank.class())
+                .is_some_and(|budget| budget < wait)
+            {
+                return self.refuse(RejectReason::QueueFull, rank, cohort);
             }
         }
         if free && self.slots.try_take(rank) {
@@ -183,7 +199,12 @@ impl Engine {
         now: u64,
         deadline: Option<u64>,
     ) -> Waiter {
-        let max_wait_ends = now.saturating_add(self.config.max_wait[rank.class().index()]);
+        let class = rank.class();
+        let mut max_wait = self.config.max_wait[class.index()];
+        if let Some(budget) = self.patience_budget(class) {
+            max_wait = max_wait.min(budget);
+        }
+        let max_wait_ends = now.saturating_add(max_wait);
         let last_useful =
             deadline.map(|deadline| deadline.saturating_sub(self.useful_window_when_waiting()));
         let (expires_at, expiry) = match last_useful {
@@ -268,6 +289,16 @@ impl Engine {
         self.config.min_useful_window.max(p95_service)
     }
 
+    /// The longest a request of `class` should wait at the door: what its
+    /// callers are seen to wait before they hang up, less the 95th percentile
+    /// of service time (the work must fit before they leave). `None` while
+    /// callers are not seen to hang up.
+    fn patience_budget(&self, class: Class) -> Option<u64> {
+        let patience = self.patience.of(class)?;
+        let service = self.controller.p95_service().unwrap_or(0);
+        Some(patience.saturating_sub(service))
+    }
+
     /// How long a new arrival of `rank` would wait for a slot, in nanoseconds;
     /// zero while the slot time is unknown.
     fn predicted_wait(&self, rank: Rank) -> u64 {
@@ -278,9 +309,21 @@ impl Engine {
             })
     }
 
-    /// A permit's slot comes back: it was taken at `started_at`, in `epoch`.
-    pub(crate) fn complete(&self, rank: Rank, started_at: u64, epoch: u32, ending: Ending) {
+    /// A permit's slot comes back: it was taken at `started_at`, in `epoch`,
+    /// after waiting `queued` nanoseconds.
+    pub(crate) fn complete(
+        &self,
+        rank: Rank,
+        started_at: u64,
+        queued: u64,
+        epoch: u32,
+        ending: Ending,
+    ) {
         let now = self.now();
+        if ending == Ending::Abandoned {
+            let age = now.saturating_sub(started_at).saturating_add(queued);
+            self.patience.record(rank.class(), age);
+        }
         let outcome = match ending {
             Ending::Completed => Outcome::Completed,
             Ending::Abandoned => Outcome::Abandoned,
@@ -302,9 +345,10 @@ impl Engine {
         let Some(claim) = self.controller.claim(now, force, &self.config) else {
             return;
         };
-        let elapsed = self
-            .controller
-            .update(&claim, now, self.slots.limit(), &self.config);
+        let hang_ups = self.patience.close_interval();
+        let elapsed =
+            self.controller
+                .update(&claim, now, self.slots.limit(), hang_ups, &self.config);
         if let Some(estimator) = &self.estimator {
             let mut estimator = estimator.lock();
             if let Some(change) = estimator.on_interval(self.sampler.take(elapsed)) {
@@ -443,12 +487,18 @@ impl Engine {
     /// Returns whether it was still in the queue; if not, a verdict was left.
     pub(crate) fn withdraw(&self, rank: Rank, key: QueueKey) -> bool {
         let mut locked = self.lock();
-        let removed = locked.queues.remove(rank, key).is_some();
-        if removed {
+        let removed = locked.queues.remove(rank, key);
+        if removed.is_some() {
             self.after_removal(&locked.queues, rank);
         }
         locked.unlock();
-        removed
+        let Some(entry) = removed else {
+            return false;
+        };
+        // Its caller hung up while it waited.
+        let age = self.now().saturating_sub(entry.enqueued_at);
+        self.patience.record(rank.class(), age);
+        true
     }
 
     /// A waiter that was granted a slot but never took it gives the slot back.

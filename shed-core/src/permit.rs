@@ -108,8 +108,9 @@ impl Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
+        let queued = crate::config::nanos(self.queued);
         self.engine
-            .complete(self.rank, self.started_at, self.epoch, self.ending);
+            .complete(self.rank, self.started_at, queued, self.epoch, self.ending);
     }
 }
 

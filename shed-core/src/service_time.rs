@@ -18,7 +18,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-const BUCKETS: usize = 25;
+use crate::histogram::Histogram;
+
 /// The share of completions at or below the percentile kept (the 95th).
 const QUANTILE: f64 = 0.95;
 
@@ -29,7 +30,7 @@ pub(crate) struct ServiceTimes {
     total_nanos: AtomicU64,
     total_overflowed: AtomicBool,
     max_nanos: AtomicU64,
-    buckets: [AtomicU64; BUCKETS],
+    histogram: Histogram,
     mean: AtomicU64,
     p95: AtomicU64,
 }
@@ -41,7 +42,7 @@ impl ServiceTimes {
             total_nanos: AtomicU64::new(0),
             total_overflowed: AtomicBool::new(false),
             max_nanos: AtomicU64::new(0),
-            buckets: [const { AtomicU64::new(0) }; BUCKETS],
+            histogram: Histogram::new(),
             mean: AtomicU64::new(0),
             p95: AtomicU64::new(0),
         }
@@ -56,7 +57,7 @@ impl ServiceTimes {
             self.total_overflowed.store(true, Ordering::Relaxed);
         }
         self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
-        self.buckets[bucket_of(nanos)].fetch_add(1, Ordering::Relaxed);
+        self.histogram.record(nanos);
         self.completions.fetch_add(1, Ordering::Relaxed) + 1
     }
 
@@ -81,16 +82,13 @@ impl ServiceTimes {
             }
         };
         let max = self.max_nanos.swap(0, Ordering::Relaxed);
-        let counts = self
-            .buckets
-            .each_ref()
-            .map(|bucket| bucket.swap(0, Ordering::Relaxed));
+        let counts = self.histogram.take();
         if completions == 0 {
             return;
         }
         smooth(&self.mean, (total / completions).max(1));
         // Buckets are a factor of two wide: never estimate beyond what was seen.
-        smooth(&self.p95, quantile(&counts, QUANTILE).min(max).max(1));
+        smooth(&self.p95, counts.quantile(QUANTILE).min(max).max(1));
     }
 }
 
@@ -108,29 +106,6 @@ fn smooth(average: &AtomicU64, sample: u64) {
         ((u128::from(previous) * 3 + u128::from(sample)) / 4) as u64
     };
     average.store(next, Ordering::Relaxed);
-}
-
-fn bucket_of(nanos: u64) -> usize {
-    let micros = (nanos / 1_000).max(1);
-    (micros.ilog2() as usize).min(BUCKETS - 1)
-}
-
-/// The `q` quantile of a histogram, in nanoseconds, interpolated linearly
-/// inside the bucket where it falls.
-fn quantile(counts: &[u64; BUCKETS], q: f64) -> u64 {
-    let total: u64 = counts.iter().sum();
-    let rank = q * total as f64;
-    let mut below = 0.0;
-    for (index, count) in counts.iter().enumerate() {
-        let count = *count as f64;
-        if count > 0.0 && below + count >= rank {
-            let low = (1u64 << index) as f64 * 1_000.0;
-            let within = ((rank - below) / count).clamp(0.0, 1.0);
-            return (low + within * low) as u64;
-        }
-        below += count;
-    }
-    0
 }
 
 #[cfg(test)]

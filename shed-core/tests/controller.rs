@@ -137,6 +137,10 @@ fn healthy_intervals_lower_the_level_in_growing_steps() {
     let mut queue = StandingQueue::new(Shedder::builder().recovery_step(8));
     queue.serve_one_interval();
     queue.clear();
+    // The waiters that gave up are a wave of hang-ups: that interval holds
+    // the level (see below); the healthy ones after it lower it.
+    queue.clock.advance(ms(100));
+    queue.any_event();
     let mut levels = vec![queue.shedder.level().get()];
     for _ in 0..3 {
         queue.clock.advance(ms(100));
@@ -229,4 +233,43 @@ fn stats_report_the_recent_sojourn_and_the_drain_rate() {
     assert_eq!(stats.recent_sojourn, Some(ms(10)));
     assert_eq!(stats.drain_rate, Some(100.0));
     assert_eq!(stats.level, queue.shedder.level());
+}
+
+#[test]
+fn a_wave_of_callers_hanging_up_raises_the_level_like_a_standing_queue() {
+    // Two slots, each request served at once (no standing queue), but a
+    // tenth of the batch callers hang up while served: their work was
+    // admitted for nobody.
+    let (shedder, clock) = build(Shedder::builder().limit(2));
+    for round in 0..10 {
+        let permit = shedder.try_admit(&batch()).unwrap();
+        clock.advance(ms(10));
+        if round == 0 {
+            permit.abandon();
+        } else {
+            drop(permit);
+        }
+    }
+    assert_eq!(shedder.level(), Level::NONE);
+    clock.advance(ms(1));
+    drop(shedder.try_admit(&Arrival::new(Class::Critical)));
+    // One hang-up in eleven arrivals is under the 3 a wave needs.
+    assert_eq!(shedder.level(), Level::NONE);
+
+    for round in 0..40 {
+        let permit = shedder.try_admit(&batch()).unwrap();
+        clock.advance(ms(2));
+        if round % 10 == 0 {
+            permit.abandon();
+        } else {
+            drop(permit);
+        }
+    }
+    clock.advance(ms(20));
+    drop(shedder.try_admit(&Arrival::new(Class::Critical)));
+    let (rank, _) = shedder.level().boundary();
+    assert_eq!(
+        rank, BATCH,
+        "4 of 40 batch callers hung up: batch is cut into"
+    );
 }

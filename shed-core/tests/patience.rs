@@ -1,0 +1,76 @@
+//! Door waits are bounded by what callers are seen to wait: callers often
+//! advertise the whole operation's deadline while each attempt gives up much
+//! sooner, and a request kept waiting past its caller's patience is served
+//! to nobody.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{build, ms, queued, rejected};
+use shed_core::{Arrival, Class, Clock, Cohort, ManualClock, Permit, RejectReason, Shedder};
+
+/// One slot, busy; callers of interactive requests are seen to hang up
+/// after 250 ms: twenty of them queued and gave up, across an interval.
+/// Returns the busy permit.
+fn callers_that_give_up_at_250_ms(shedder: &Shedder, clock: &ManualClock) -> Permit {
+    let busy = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    let waiting: Vec<_> = (0..20)
+        .map(|_| queued(shedder.admit(&Arrival::new(Class::Interactive))))
+        .collect();
+    clock.advance(ms(250));
+    drop(waiting);
+    clock.advance(ms(1)); // the interval closes on the next event
+    drop(shedder.try_admit(&Arrival::new(Class::Batch)));
+    busy
+}
+
+#[test]
+fn without_hang_ups_a_waiter_may_wait_its_class_maximum() {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let _busy = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    let waiter = queued(shedder.admit(&Arrival::new(Class::Interactive)));
+    assert_eq!(waiter.expires_at(), clock.now() + ms(500));
+}
+
+#[test]
+fn a_waiter_leaves_the_queue_once_callers_like_it_are_seen_to_hang_up() {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let _busy = callers_that_give_up_at_250_ms(&shedder, &clock);
+    // Advertising a whole second does not buy more than callers wait.
+    let arrival = Arrival::new(Class::Interactive)
+        .with_cohort(Cohort::MAX)
+        .with_timeout(Some(Duration::from_secs(1)));
+    let waiter = queued(shedder.admit(&arrival));
+    let waits = waiter.expires_at() - clock.now();
+    // The 250 ms hang-ups fall in the histogram bucket [229 ms, 262 ms).
+    assert!(waits <= ms(262), "{waits:?}: at most the patience seen");
+    assert!(waits >= ms(229), "{waits:?}: about the patience seen");
+}
+
+#[test]
+fn patience_is_judged_per_class() {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let _busy = callers_that_give_up_at_250_ms(&shedder, &clock);
+    let critical = queued(shedder.admit(&Arrival::new(Class::Critical)));
+    assert_eq!(critical.expires_at(), clock.now() + Duration::from_secs(1));
+}
+
+#[test]
+fn a_queue_longer_than_callers_wait_refuses_for_overload_with_a_retry_after() {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    // A 100 ms service time, learnt over an interval.
+    let served = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    clock.advance(ms(100));
+    drop(served);
+    let _busy = callers_that_give_up_at_250_ms(&shedder, &clock);
+    // Callers wait about 230 ms, and the work's 95th percentile is 100 ms:
+    // a request may wait 130 ms. The first waits 100 ms (one slot time);
+    // the next would wait 200 ms.
+    // (The last cohort: the wave of hang-ups raised the level a little.)
+    let interactive = Arrival::new(Class::Interactive).with_cohort(Cohort::MAX);
+    let _ahead = queued(shedder.admit(&interactive));
+    let refused = rejected(shedder.admit(&interactive));
+    assert_eq!(refused.reason(), RejectReason::QueueFull);
+    assert!(refused.retry_after().is_some());
+}
