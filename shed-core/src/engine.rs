@@ -122,10 +122,8 @@ impl Engine {
             if deadline.is_some_and(|deadline| deadline - now < wait.saturating_add(window)) {
                 return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort);
             }
-            if self
-                .patience_budget(rank.class())
-                .is_some_and(|budget| budget < wait)
-            {
+            let budget = [self.patience_budget(rank.class()), self.overload_wait()];
+            if budget.into_iter().flatten().any(|budget| budget < wait) {
                 return self.refuse(RejectReason::QueueFull, rank, cohort);
             }
         }
@@ -297,6 +295,20 @@ impl Engine {
         let patience = self.patience.of(class)?;
         let service = self.controller.p95_service().unwrap_or(0);
         Some(patience.saturating_sub(service))
+    }
+
+    /// The longest a request should wait at the door while the controller
+    /// sheds (the level is raised): a sustained overload needs no queue
+    /// longer than keeps the slots busy between completions, and every
+    /// request waiting longer only adds its wait to the latency of all. It
+    /// is the mean service time (at least the target sojourn); bursts
+    /// without sustained overload may wait as long as callers do.
+    fn overload_wait(&self) -> Option<u64> {
+        if self.controller.level() == Level::NONE {
+            return None;
+        }
+        let service = self.controller.mean_service().unwrap_or(0);
+        Some(service.max(self.config.target_sojourn))
     }
 
     /// How long a new arrival of `rank` would wait for a slot, in nanoseconds;

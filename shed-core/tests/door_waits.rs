@@ -1,7 +1,9 @@
-//! Door waits are bounded by what callers are seen to wait: callers often
-//! advertise the whole operation's deadline while each attempt gives up much
-//! sooner, and a request kept waiting past its caller's patience is served
-//! to nobody.
+//! How long a request may wait at the door: its class's maximum, its
+//! deadline, what callers are seen to wait (callers often advertise the
+//! whole operation's deadline while each attempt gives up much sooner, and a
+//! request kept waiting past its caller's patience is served to nobody), and
+//! while the controller sheds, no longer than the service takes: a sustained
+//! overload needs no long queue, and every wait adds to everyone's latency.
 
 mod common;
 
@@ -73,4 +75,31 @@ fn a_queue_longer_than_callers_wait_refuses_for_overload_with_a_retry_after() {
     let refused = rejected(shedder.admit(&interactive));
     assert_eq!(refused.reason(), RejectReason::QueueFull);
     assert!(refused.retry_after().is_some());
+}
+
+#[test]
+fn while_the_controller_sheds_a_request_waits_no_longer_than_the_service_takes() {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    // One slot, a standing batch queue for a whole interval, 10 ms each:
+    // the controller raises the level.
+    let mut held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
+    let mut waiting: std::collections::VecDeque<_> =
+        (0..20).map(|_| queued(shedder.admit(&batch))).collect();
+    for _ in 0..10 {
+        clock.advance(ms(10));
+        drop(held);
+        let mut next = waiting.pop_front().unwrap();
+        held = common::ready(&mut next).unwrap();
+    }
+    assert!(shedder.level() > shed_core::Level::NONE);
+    drop(waiting);
+    // Nothing waits now: the first critical request may wait one slot time
+    // (10 ms, the mean service time); the second would wait two.
+    let critical = Arrival::new(Class::Critical);
+    let _first = queued(shedder.admit(&critical));
+    let refused = rejected(shedder.admit(&critical));
+    assert_eq!(refused.reason(), RejectReason::QueueFull);
+    assert!(refused.retry_after().is_some());
+    drop(held);
 }
