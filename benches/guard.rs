@@ -9,7 +9,11 @@
 //! allocation-free):
 //! - `reject_by_level`: a request refused by a raised admission level;
 //! - `reject_by_deadline`: a request whose deadline has already passed;
-//! - `admit_release`: the admit fast path and the release of its permit.
+//! - `admit_release`: the admit fast path and the release of its permit;
+//! - `admit_release_fixed_ticking` / `admit_release_adaptive`: the same on a
+//!   clock that moves 500 us per read, so a controller interval closes every
+//!   100 requests and its cost is spread over them, with a fixed limit and
+//!   with the default adaptive one (the difference is what adapting costs).
 //!
 //! And, for comparison only (`.ci/instructions --compare`; not budgeted), one
 //! whole request through a real `axum::Router`, exactly as
@@ -44,10 +48,12 @@ use shed_core::{Arrival, Class};
 mod common;
 use common::router;
 
-const OPS: [&str; 9] = [
+const OPS: [&str; 11] = [
     "reject_by_level",
     "reject_by_deadline",
     "admit_release",
+    "admit_release_fixed_ticking",
+    "admit_release_adaptive",
     "router_reject_floor",
     "router_reject_shed",
     "router_reject_tower",
@@ -129,6 +135,14 @@ fn run(op: &str, n: u64) {
         }
         "admit_release" => {
             let shedder = common::idle(64);
+            let arrival = Arrival::new(Class::Interactive);
+            for _ in 0..n {
+                common::admit_release(&shedder, black_box(&arrival));
+            }
+        }
+        "admit_release_fixed_ticking" | "admit_release_adaptive" => {
+            let limit = (op == "admit_release_fixed_ticking").then_some(64);
+            let shedder = common::ticking(limit);
             let arrival = Arrival::new(Class::Interactive);
             for _ in 0..n {
                 common::admit_release(&shedder, black_box(&arrival));

@@ -31,6 +31,34 @@ impl Clock for ChargedManualClock {
     }
 }
 
+/// A clock that pays for a real OS clock read, as production does, but
+/// reports a time that moves 500 us per read: an engine admitting and
+/// releasing one request after another closes a 100 ms controller interval
+/// every 100 requests, so the interval close (and an adaptive limit's
+/// estimator) is part of what is measured, deterministically.
+#[derive(Clone, Debug, Default)]
+pub struct TickingClock(pub ManualClock);
+
+impl Clock for TickingClock {
+    fn now(&self) -> Instant {
+        std::hint::black_box(Instant::now());
+        self.0.advance(Duration::from_micros(500));
+        self.0.now()
+    }
+}
+
+/// An idle engine on a [`TickingClock`]: with `Some(limit)` a fixed limit,
+/// with `None` the default adaptive one.
+pub fn ticking(limit: Option<usize>) -> Shedder {
+    let builder = Shedder::builder().clock(TickingClock::default());
+    match limit {
+        Some(limit) => builder.limit(limit),
+        None => builder,
+    }
+    .build()
+    .expect("valid config")
+}
+
 /// A waker that does nothing: the benches poll futures that are ready at once.
 struct Noop;
 

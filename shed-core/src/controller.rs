@@ -163,6 +163,17 @@ impl Controller {
         self.next_update
             .compare_exchange(due, UPDATING, Ordering::AcqRel, Ordering::Relaxed)
             .ok()?;
+        self.claimed(now, config)
+    }
+
+    /// Whether an interval may be due: the one relaxed load every decision
+    /// and completion pays, kept inline so the rest stays out of line.
+    #[inline]
+    pub(crate) fn may_be_due(&self, now: u64, force: bool) -> bool {
+        force || now >= self.next_update.load(Ordering::Relaxed)
+    }
+
+    fn claimed(&self, now: u64, config: &Config) -> Option<Claim<'_>> {
         Some(Claim {
             boundary: &self.next_update,
             next: now.saturating_add(config.interval).min(UPDATING - 1),

@@ -98,11 +98,19 @@ impl Engine {
         if deadline.is_some_and(|deadline| deadline <= now) {
             return self.refuse(RejectReason::DeadlinePassed, rank, Cohort::MAX);
         }
-        let cohort = self.cohort_of(arrival);
-        if self.controller.level().sheds(rank, cohort) {
-            return self.refuse(RejectReason::Shed, rank, cohort);
+        // Nothing is shed at the lowest level: the fast path then needs no
+        // cohort, and the slower ones draw it when they need it.
+        let level = self.controller.level();
+        let early_cohort = (level != Level::NONE).then(|| self.cohort_of(arrival));
+        if early_cohort.is_some_and(|cohort| level.sheds(rank, cohort)) {
+            return self.refuse(
+                RejectReason::Shed,
+                rank,
+                early_cohort.unwrap_or(Cohort::MAX),
+            );
         }
         self.controller.record_passed_level(rank);
+        let cohort = || early_cohort.unwrap_or_else(|| self.cohort_of(arrival));
 
         // A request that may not wait is served now or refused for overload:
         // its deadline only has to leave room for the work itself.
@@ -110,7 +118,7 @@ impl Engine {
         let free = self.slots.looks_free(rank);
         if free || !may_wait {
             if deadline.is_some_and(|deadline| deadline - now < self.config.min_useful_window) {
-                return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort);
+                return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort());
             }
         } else {
             // It would wait: the wait it faces must fit what its deadline
@@ -120,11 +128,11 @@ impl Engine {
             let wait = self.predicted_wait(rank);
             let window = self.useful_window_when_waiting();
             if deadline.is_some_and(|deadline| deadline - now < wait.saturating_add(window)) {
-                return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort);
+                return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort());
             }
             let budget = [self.patience_budget(rank.class()), self.overload_wait()];
             if budget.into_iter().flatten().any(|budget| budget < wait) {
-                return self.refuse(RejectReason::QueueFull, rank, cohort);
+                return self.refuse(RejectReason::QueueFull, rank, cohort());
             }
         }
         if free && self.slots.try_take(rank) {
@@ -137,9 +145,9 @@ impl Engine {
         // Refusals decided at the door take no lock: a full queue is read
         // from its lock-free length (and checked again under the lock).
         if !may_wait || self.queue_len(rank) as usize >= self.config.queue_capacity {
-            return self.refuse(RejectReason::QueueFull, rank, cohort);
+            return self.refuse(RejectReason::QueueFull, rank, cohort());
         }
-        self.enqueue(rank, cohort, now, deadline)
+        self.enqueue(rank, cohort(), now, deadline)
     }
 
     /// Takes the queue lock; wakers collected while it is held run when it
@@ -353,7 +361,15 @@ impl Engine {
 
     /// Closes the controller interval if it is due and this thread claims it:
     /// the level moves, and an adaptive limit takes the interval's samples.
+    #[inline]
     fn tick(&self, now: u64, force: bool) {
+        if self.controller.may_be_due(now, force) {
+            self.close_interval(now, force);
+        }
+    }
+
+    #[inline(never)]
+    fn close_interval(&self, now: u64, force: bool) {
         let Some(claim) = self.controller.claim(now, force, &self.config) else {
             return;
         };

@@ -30,7 +30,8 @@ pub struct Permit {
     engine: Arc<Engine>,
     rank: Rank,
     started_at: u64,
-    queued: Duration,
+    /// How long it waited for its slot, nanoseconds.
+    queued: u64,
     deadline: Option<u64>,
     /// The adaptive limit's epoch the permit was admitted in.
     epoch: u32,
@@ -50,7 +51,7 @@ impl Permit {
             engine,
             rank,
             started_at,
-            queued: Duration::from_nanos(sojourn),
+            queued: sojourn,
             deadline,
             epoch,
             ending: Ending::Completed,
@@ -102,15 +103,19 @@ impl Permit {
 
     /// How long the request waited in the queue before it got this slot (zero on the fast path).
     pub fn queued(&self) -> Duration {
-        self.queued
+        Duration::from_nanos(self.queued)
     }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let queued = crate::config::nanos(self.queued);
-        self.engine
-            .complete(self.rank, self.started_at, queued, self.epoch, self.ending);
+        self.engine.complete(
+            self.rank,
+            self.started_at,
+            self.queued,
+            self.epoch,
+            self.ending,
+        );
     }
 }
 
@@ -118,7 +123,7 @@ impl fmt::Debug for Permit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Permit")
             .field("rank", &self.rank)
-            .field("queued", &self.queued)
+            .field("queued", &self.queued())
             .finish_non_exhaustive()
     }
 }
