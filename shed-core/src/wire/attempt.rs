@@ -24,12 +24,13 @@ pub fn count(value: &[u8]) -> Option<u32> {
 }
 
 /// Reads the attempt number of an `amz-sdk-request` value such as
-/// `attempt=2; max=3`: `key=value` pairs separated by `;`, spaces allowed
-/// around keys, values and separators, pairs without `=` skipped.
+/// `attempt=2; max=3`: `key=value` pairs separated by `;`, optional
+/// whitespace (spaces and tabs, RFC 9110 section 5.6.3) allowed around
+/// keys and values, pairs without `=` skipped.
 ///
 /// The `attempt` value is read with [`count`]. `None` when there is no
 /// `attempt` pair, when it is not a count, when `attempt` appears twice
-/// (ambiguous), or when the value is not UTF-8.
+/// (ambiguous), or when the value is not ASCII.
 ///
 /// ```
 /// use shed_core::wire::amz_sdk_attempt;
@@ -41,20 +42,34 @@ pub fn count(value: &[u8]) -> Option<u32> {
 /// ```
 #[must_use]
 pub fn amz_sdk_attempt(value: &[u8]) -> Option<u32> {
-    let text = std::str::from_utf8(value).ok()?;
+    if !value.is_ascii() {
+        return None;
+    }
     let mut found = None;
-    for pair in text.split(';') {
-        let Some((key, number)) = pair.trim().split_once('=') else {
+    for pair in value.split(|byte| *byte == b';') {
+        let Some(equals) = pair.iter().position(|byte| *byte == b'=') else {
             continue;
         };
-        if key.trim() == "attempt" {
+        let (key, number) = (&pair[..equals], &pair[equals + 1..]);
+        if trim_ows(key) == b"attempt" {
             if found.is_some() {
                 return None;
             }
-            found = Some(count(number.trim().as_bytes())?);
+            found = Some(count(trim_ows(number))?);
         }
     }
     found
+}
+
+/// `text` without the optional whitespace (spaces and tabs) around it.
+fn trim_ows(mut text: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = text {
+        text = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = text {
+        text = rest;
+    }
+    text
 }
 
 #[cfg(test)]
@@ -84,6 +99,7 @@ mod tests {
     fn amz_sdk_request_reads_the_attempt_pair() {
         assert_eq!(amz_sdk_attempt(b"attempt=2; max=3"), Some(2));
         assert_eq!(amz_sdk_attempt(b" attempt = 4 ;max=5"), Some(4));
+        assert_eq!(amz_sdk_attempt(b"attempt=\t5\t"), Some(5));
         assert_eq!(
             amz_sdk_attempt(b"ttl=20240101T000000Z; attempt=3; max=5"),
             Some(3)
@@ -103,6 +119,22 @@ mod tests {
             b"attempt=1; attempt=x",
             b"Attempt=2",
             b"attempt=2\xff",
+        ] {
+            assert_eq!(amz_sdk_attempt(text), None, "{text:?}");
+        }
+    }
+
+    /// Found by the `amz_sdk_request` fuzz target: `\rattempt=2` was read
+    /// as attempt 2, because pairs were trimmed of any Unicode whitespace.
+    #[test]
+    fn amz_sdk_request_with_other_whitespace_or_non_ascii_is_absent() {
+        for text in [
+            &b"\rattempt=2; max=3"[..],
+            b"attempt=2\n",
+            b"attempt=\x0c2",
+            "attempt=\u{a0}2".as_bytes(),
+            "attempt=2\u{3000}".as_bytes(),
+            "ttl=\u{e9}; attempt=2".as_bytes(),
         ] {
             assert_eq!(amz_sdk_attempt(text), None, "{text:?}");
         }
