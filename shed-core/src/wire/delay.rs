@@ -57,6 +57,11 @@ pub fn retry_after(value: &[u8], received_at: SystemTime) -> Option<Delay> {
     if value.first().is_some_and(u8::is_ascii_digit) {
         return digits(value, Duration::from_secs);
     }
+    // An HTTP-date is printable ASCII. Checked here because httpdate trims
+    // any whitespace itself, a vertical tab included.
+    if !value.iter().all(|byte| (b' '..=b'~').contains(byte)) {
+        return None;
+    }
     let text = std::str::from_utf8(value).ok()?;
     let at = httpdate::parse_http_date(text).ok()?;
     Some(Delay::After(
@@ -175,6 +180,21 @@ mod tests {
             b"Thu, 32 Jan 2026 00:00:02 GMT",
             b"Thu, 01 Jan 2026 00:00:02 UTC",
             b"\xff\xfe",
+        ] {
+            assert_eq!(retry_after(value, new_year_2026()), None, "{value:?}");
+        }
+    }
+
+    /// Found by the `retry_after` fuzz check (on an input made by hand
+    /// while its target was smoke-tested): a date with a vertical tab
+    /// around it was read as that date.
+    #[test]
+    fn retry_after_date_with_control_characters_is_malformed() {
+        for value in [
+            &b"Thu, 01 Jan 2026 00:00:02 GMT\x0b"[..],
+            b"\x0bThu, 01 Jan 2026 00:00:02 GMT",
+            b"Thu Jan  1 00:00:02 2026\x0b",
+            b"Thu, 01 Jan 2026 00:00:02 GMT\0",
         ] {
             assert_eq!(retry_after(value, new_year_2026()), None, "{value:?}");
         }
