@@ -57,9 +57,7 @@ pub fn retry_after(value: &[u8], received_at: SystemTime) -> Option<Delay> {
     if value.first().is_some_and(u8::is_ascii_digit) {
         return digits(value, Duration::from_secs);
     }
-    // An HTTP-date is printable ASCII. Checked here because httpdate trims
-    // any whitespace itself, a vertical tab included.
-    if !value.iter().all(|byte| (b' '..=b'~').contains(byte)) {
+    if !is_date_shaped(value) {
         return None;
     }
     let text = std::str::from_utf8(value).ok()?;
@@ -89,6 +87,21 @@ pub fn retry_after(value: &[u8], received_at: SystemTime) -> Option<Delay> {
 #[must_use]
 pub fn delay_ms(value: &[u8]) -> Option<Delay> {
     digits(value.trim_ascii(), Duration::from_millis)
+}
+
+/// What httpdate leaves unchecked: an HTTP-date is printable ASCII (httpdate
+/// trims any whitespace itself, a vertical tab included), and in the two
+/// forms that end in ` GMT` (IMF-fixdate and RFC 850) the time of day
+/// follows a space (httpdate skips that byte in RFC 850 dates).
+fn is_date_shaped(value: &[u8]) -> bool {
+    if !value.iter().all(|byte| (b' '..=b'~').contains(byte)) {
+        return false;
+    }
+    match value.strip_suffix(b" GMT") {
+        // `... HH:MM:SS GMT`: the space before the eight bytes of the time.
+        Some(rest) => rest.len() >= 9 && rest[rest.len() - 9] == b' ',
+        None => true,
+    }
 }
 
 /// `1*DIGIT` in the unit of `unit`.
@@ -198,6 +211,25 @@ mod tests {
         ] {
             assert_eq!(retry_after(value, new_year_2026()), None, "{value:?}");
         }
+    }
+
+    /// Found by the `retry_after` fuzz target after 517,094 runs:
+    /// `Thursday, 01-Jan-26000:00:02 GMT` was read as 2026-01-01T00:00:02Z,
+    /// because httpdate does not check the space between an RFC 850 date's
+    /// year and its time.
+    #[test]
+    fn retry_after_date_without_a_space_before_the_time_is_malformed() {
+        for value in [
+            &b"Thursday, 01-Jan-26000:00:02 GMT"[..],
+            b"Thursday, 01-Jan-26x00:00:02 GMT",
+            b"Thursday, 01-Jan-26-00:00:02 GMT",
+        ] {
+            assert_eq!(retry_after(value, new_year_2026()), None, "{value:?}");
+        }
+        assert_eq!(
+            retry_after(b"Thursday, 01-Jan-26 00:00:02 GMT", new_year_2026()),
+            after(2)
+        );
     }
 
     #[test]
