@@ -27,9 +27,12 @@ pub use classify::classify;
 pub use deadline::{grpc_timeout, timeout_ms};
 pub use pushback::{grpc_retry_pushback_ms, retry_after, retry_after_ms};
 
+/// A check: panics when the input breaks an invariant.
+pub type Check = fn(&[u8]);
+
 /// Every target: its name (the fuzz target's and its corpus directory's)
 /// and its check.
-pub const TARGETS: [(&str, fn(&[u8])); 8] = [
+pub const TARGETS: [(&str, Check); 8] = [
     ("grpc_timeout", grpc_timeout),
     ("timeout_ms", timeout_ms),
     ("retry_count", retry_count),
