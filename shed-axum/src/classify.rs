@@ -17,10 +17,12 @@ use std::time::Duration;
 
 use http::header::CONTENT_TYPE;
 use http::{Extensions, HeaderMap, HeaderName, HeaderValue, Method, Uri};
-use shed_core::wire::ATTEMPT_HEADER;
+use shed_core::wire::{
+    self, AMZ_SDK_REQUEST_HEADER, ATTEMPT_HEADER, CONNECT_TIMEOUT_MS_HEADER,
+    ENVOY_ATTEMPT_COUNT_HEADER, ENVOY_EXPECTED_RQ_TIMEOUT_MS_HEADER,
+    GRPC_PREVIOUS_RPC_ATTEMPTS_HEADER, GRPC_TIMEOUT_HEADER, STAINLESS_RETRY_COUNT_HEADER,
+};
 use shed_core::Class;
-
-use crate::parse;
 
 /// A borrowed view of a request's head, given to classifier closures.
 ///
@@ -125,12 +127,12 @@ impl Classifier {
     /// (its first `content-type`, found in the same walk over the head
     /// rather than by another lookup).
     pub(crate) fn classify(&self, head: &RequestHead<'_>) -> (Classification, bool) {
-        let wire = WireHeaders::scan(head.headers, self.caller_class_header.as_ref());
-        let grpc = wire.content_type.is_some_and(crate::reject::is_grpc_type);
+        let found = WireHeaders::scan(head.headers, self.caller_class_header.as_ref());
+        let grpc = found.content_type.is_some_and(crate::reject::is_grpc_type);
         let facts = Classification {
-            class: self.class(head, &wire),
-            attempt: wire.attempt(),
-            timeout: wire
+            class: self.class(head, &found),
+            attempt: found.attempt(),
+            timeout: found
                 .deadline()
                 .or(self.default_deadline)
                 .map(|timeout| timeout.min(self.max_deadline)),
@@ -139,13 +141,13 @@ impl Classifier {
         (facts, grpc)
     }
 
-    fn class(&self, head: &RequestHead<'_>, wire: &WireHeaders<'_>) -> Class {
+    fn class(&self, head: &RequestHead<'_>, found: &WireHeaders<'_>) -> Class {
         let assigned = self
             .class_fn
             .as_ref()
             .and_then(|choose| choose(head))
             .unwrap_or(self.class);
-        let claimed = wire
+        let claimed = found
             .caller_class
             .get()
             .and_then(|value| value.to_str().ok())
@@ -207,34 +209,34 @@ struct WireHeaders<'a> {
 
 impl<'a> WireHeaders<'a> {
     fn scan(headers: &'a HeaderMap, caller_class: Option<&HeaderName>) -> WireHeaders<'a> {
-        let mut wire = WireHeaders::default();
+        let mut found = WireHeaders::default();
         for (name, value) in headers {
-            if *name == CONTENT_TYPE && wire.content_type.is_none() {
-                wire.content_type = Some(value);
+            if *name == CONTENT_TYPE && found.content_type.is_none() {
+                found.content_type = Some(value);
             }
             let slot = match name.as_str() {
-                "grpc-timeout" => &mut wire.grpc_timeout,
-                "connect-timeout-ms" => &mut wire.connect_timeout_ms,
-                "x-envoy-expected-rq-timeout-ms" => &mut wire.envoy_timeout_ms,
-                ATTEMPT_HEADER => &mut wire.shed_attempt,
-                "grpc-previous-rpc-attempts" => &mut wire.grpc_previous_attempts,
-                "x-envoy-attempt-count" => &mut wire.envoy_attempt_count,
-                "amz-sdk-request" => &mut wire.amz_sdk_request,
-                "x-stainless-retry-count" => &mut wire.stainless_retry_count,
-                _ if caller_class == Some(name) => &mut wire.caller_class,
+                GRPC_TIMEOUT_HEADER => &mut found.grpc_timeout,
+                CONNECT_TIMEOUT_MS_HEADER => &mut found.connect_timeout_ms,
+                ENVOY_EXPECTED_RQ_TIMEOUT_MS_HEADER => &mut found.envoy_timeout_ms,
+                ATTEMPT_HEADER => &mut found.shed_attempt,
+                GRPC_PREVIOUS_RPC_ATTEMPTS_HEADER => &mut found.grpc_previous_attempts,
+                ENVOY_ATTEMPT_COUNT_HEADER => &mut found.envoy_attempt_count,
+                AMZ_SDK_REQUEST_HEADER => &mut found.amz_sdk_request,
+                STAINLESS_RETRY_COUNT_HEADER => &mut found.stainless_retry_count,
+                _ if caller_class == Some(name) => &mut found.caller_class,
                 _ => continue,
             };
             slot.put(value);
         }
-        wire
+        found
     }
 
     /// The shortest valid deadline among the deadline headers.
     fn deadline(&self) -> Option<Duration> {
         [
-            self.grpc_timeout.bytes().and_then(parse::grpc_timeout),
-            self.connect_timeout_ms.bytes().and_then(parse::millis),
-            self.envoy_timeout_ms.bytes().and_then(parse::millis),
+            self.grpc_timeout.bytes().and_then(wire::grpc_timeout),
+            self.connect_timeout_ms.bytes().and_then(wire::timeout_ms),
+            self.envoy_timeout_ms.bytes().and_then(wire::timeout_ms),
         ]
         .into_iter()
         .flatten()
@@ -245,18 +247,16 @@ impl<'a> WireHeaders<'a> {
     fn attempt(&self) -> u32 {
         let retries_after = |count: u32| count.saturating_add(1);
         [
-            self.shed_attempt.bytes().and_then(parse::count),
+            self.shed_attempt.bytes().and_then(wire::count),
             self.grpc_previous_attempts
                 .bytes()
-                .and_then(parse::count)
+                .and_then(wire::count)
                 .map(retries_after),
-            self.envoy_attempt_count.bytes().and_then(parse::count),
-            self.amz_sdk_request
-                .bytes()
-                .and_then(parse::amz_sdk_attempt),
+            self.envoy_attempt_count.bytes().and_then(wire::count),
+            self.amz_sdk_request.bytes().and_then(wire::amz_sdk_attempt),
             self.stainless_retry_count
                 .bytes()
-                .and_then(parse::count)
+                .and_then(wire::count)
                 .map(retries_after),
         ]
         .into_iter()

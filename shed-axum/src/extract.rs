@@ -21,9 +21,10 @@ use axum::extract::{FromRequestParts, OptionalFromRequestParts};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use shed_core::wire::CONNECT_TIMEOUT_MS_HEADER;
 use shed_core::Class;
 
-use crate::parse::format_grpc_timeout;
+use crate::forward;
 
 /// The admission facts of the request being served: its class, attempt,
 /// deadline and how long it queued.
@@ -109,8 +110,7 @@ pub struct Deadline {
     at: Instant,
 }
 
-const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
-const CONNECT_TIMEOUT_MS: HeaderName = HeaderName::from_static("connect-timeout-ms");
+const CONNECT_TIMEOUT_MS: HeaderName = HeaderName::from_static(CONNECT_TIMEOUT_MS_HEADER);
 
 impl Deadline {
     /// A deadline at `at`.
@@ -135,7 +135,7 @@ impl Deadline {
 
     /// The remaining time as a `grpc-timeout` value.
     pub fn grpc_timeout(&self) -> HeaderValue {
-        format_grpc_timeout(self.remaining())
+        forward::grpc_timeout(self.remaining())
     }
 
     /// Writes the remaining time into outgoing request headers, as
@@ -143,7 +143,7 @@ impl Deadline {
     /// refuse what cannot finish in time.
     pub fn propagate(&self, headers: &mut HeaderMap) {
         let remaining = self.remaining();
-        headers.insert(GRPC_TIMEOUT, format_grpc_timeout(remaining));
+        headers.insert(forward::GRPC_TIMEOUT, forward::grpc_timeout(remaining));
         let millis = u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX);
         headers.insert(CONNECT_TIMEOUT_MS, HeaderValue::from(millis));
     }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderName, HeaderValue, Response, StatusCode};
+use shed_core::wire::GRPC_RETRY_PUSHBACK_MS_HEADER;
 use shed_core::Rejection;
 
 use crate::body::ShedBody;
@@ -29,7 +30,7 @@ const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+
 const GRPC: HeaderValue = HeaderValue::from_static("application/grpc");
 const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 const GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
-const GRPC_PUSHBACK: HeaderName = HeaderName::from_static("grpc-retry-pushback-ms");
+const GRPC_PUSHBACK: HeaderName = HeaderName::from_static(GRPC_RETRY_PUSHBACK_MS_HEADER);
 
 /// The gRPC status sent when a gRPC caller is refused for overload.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

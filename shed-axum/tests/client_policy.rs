@@ -92,10 +92,10 @@ async fn retries_are_marked_carry_the_remaining_deadline_and_wait_out_the_pushba
     let seen = server.seen();
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0].headers["shed-attempt"], "1");
-    assert_eq!(seen[0].headers["grpc-timeout"], "1450m");
+    assert_eq!(seen[0].headers["grpc-timeout"], "1450000u");
     assert_eq!(seen[1].headers["shed-attempt"], "2");
     // Sent at 1,000 ms: 1,500 ms deadline less 50 ms reserve less 1,000 ms.
-    assert_eq!(seen[1].headers["grpc-timeout"], "450m");
+    assert_eq!(seen[1].headers["grpc-timeout"], "450000u");
     assert!(seen[1].at - seen[0].at >= Duration::from_secs(1));
 }
 
@@ -113,7 +113,7 @@ async fn without_pushback_the_retry_waits_the_jittered_backoff() {
     assert_eq!(attempts, ["1", "2", "3"]);
     assert!(seen[1].at >= Duration::from_millis(50));
     assert!(seen[2].at >= Duration::from_millis(50 + 100));
-    assert_eq!(seen[2].headers["grpc-timeout"], "1300m");
+    assert_eq!(seen[2].headers["grpc-timeout"], "1300000u");
 }
 
 #[tokio::test(start_paused = true)]

@@ -157,8 +157,8 @@ async fn a_refused_call_is_retried_with_the_marker_after_the_retry_after_it_was_
     // The retry forwards what is left of the operation's deadline, which the server reads.
     let first = log[0].grpc_timeout.clone().unwrap();
     let second = log[1].grpc_timeout.clone().unwrap();
-    let millis = |value: &str| value.trim_end_matches('m').parse::<u64>().unwrap();
-    assert!(millis(&second) < millis(&first), "{first} then {second}");
+    let read = |value: &str| shed_core::wire::grpc_timeout(value.as_bytes()).unwrap();
+    assert!(read(&second) < read(&first), "{first} then {second}");
     assert_eq!(shedder.in_flight(), 0);
 }
 

@@ -32,7 +32,7 @@ use super::{headers, ShedRetry};
 ///     .layer(ShedRetryLayer::new(policy))
 ///     .service(service_fn(|req: http::Request<String>| async move {
 ///         assert_eq!(req.headers()["shed-attempt"], "1");
-///         assert_eq!(req.headers()["grpc-timeout"], "1450m");
+///         assert_eq!(req.headers()["grpc-timeout"], "1450000u");
 ///         Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
 ///     }));
 /// let response = client.oneshot(http::Request::new(String::new())).await.unwrap();

@@ -16,7 +16,7 @@ use super::headers;
 /// floor.
 ///
 /// Each retry is marked with `shed-attempt: N` and carries the time left of
-/// the operation's deadline as `grpc-timeout` (for example `450m`), so a shed
+/// the operation's deadline as `grpc-timeout` (for example `450000u`, 450 ms), so a shed
 /// server sheds retries first and refuses what cannot finish in time. Use it
 /// through [`ShedRetryLayer`](super::ShedRetryLayer), which also marks the
 /// original (tower hands the original to the service untouched).

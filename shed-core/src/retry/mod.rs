@@ -81,5 +81,5 @@ pub use decision::{Decision, Reason};
 pub use eligibility::{NotRetryable, Outcome, Replay, RetryableSet};
 pub use jitter::{Jitter, SplitMix64};
 pub use policy::{Operation, RetryConfig, RetryPolicy};
-pub use pushback::{Pushback, MAX_PUSHBACK, RETRY_AFTER_HEADER};
+pub use pushback::{Pushback, MAX_PUSHBACK};
 pub use stats::RetryStats;

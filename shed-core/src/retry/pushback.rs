@@ -10,27 +10,26 @@
 //! assert_eq!(Pushback::grpc_retry_pushback_ms(b"-1"), Pushback::Refuse);
 //! ```
 //!
-//! Three hints are understood, all by their names in [`crate::wire`] (plus
-//! the standard `Retry-After`):
+//! Three hints are understood, read by the strict parsers of [`crate::wire`]
+//! (which also name the headers):
 //!
-//! | header                   | grammar                           | malformed | too large |
-//! |--------------------------|-----------------------------------|-----------|-----------|
-//! | `Retry-After`            | delay-seconds, or an HTTP-date    | absent    | refuse    |
-//! | `retry-after-ms`         | milliseconds                      | absent    | refuse    |
-//! | `grpc-retry-pushback-ms` | milliseconds; negative = stop     | refuse    | refuse    |
+//! | header | grammar (parser) | malformed | too large |
+//! |---|---|---|---|
+//! | `Retry-After` | delay-seconds, or an HTTP-date ([`wire::retry_after`]) | absent | refuse |
+//! | `retry-after-ms` | milliseconds ([`wire::delay_ms`]) | absent | refuse |
+//! | `grpc-retry-pushback-ms` | milliseconds; negative = stop ([`wire::delay_ms`]) | refuse | refuse |
 //!
 //! "Too large" is anything above [`MAX_PUSHBACK`] (one day) or a digit string
-//! that overflows: such a value is a refusal, never an overflow turned into
-//! "retry now". An HTTP-date is converted with the wall time at receipt into
-//! a delay, which the caller then schedules on its monotonic clock; a date in
-//! the past means no wait.
+//! that overflows ([`Delay::TooLong`]): such a value is a refusal, never an
+//! overflow turned into "retry now". An HTTP-date is converted with the wall
+//! time at receipt into a delay, which the caller then schedules on its
+//! monotonic clock; a date in the past means no wait.
 
 use std::time::{Duration, SystemTime};
 
-use crate::wire::{GRPC_RETRY_PUSHBACK_MS_HEADER, RETRY_AFTER_MS_HEADER};
-
-/// The standard `Retry-After` header name (lower case, as HTTP/2 sends it).
-pub const RETRY_AFTER_HEADER: &str = "retry-after";
+use crate::wire::{
+    self, Delay, GRPC_RETRY_PUSHBACK_MS_HEADER, RETRY_AFTER_HEADER, RETRY_AFTER_MS_HEADER,
+};
 
 /// The longest pushback honoured; anything longer refuses the retry.
 pub const MAX_PUSHBACK: Duration = Duration::from_secs(24 * 60 * 60);
@@ -91,9 +90,10 @@ impl Pushback {
         retry_after.and(retry_after_ms).and(grpc)
     }
 
-    /// Parses a `Retry-After` value: delay-seconds, or an HTTP-date in any of
-    /// its three forms (IMF-fixdate, RFC 850, asctime), measured from
-    /// `received_at`.
+    /// Reads a `Retry-After` value with [`wire::retry_after`]: delay-seconds,
+    /// or an HTTP-date in any of its three forms (IMF-fixdate, RFC 850,
+    /// asctime), measured from `received_at`. Malformed is absent; beyond
+    /// [`MAX_PUSHBACK`], or too many digits to count, refuses.
     ///
     /// ```
     /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -108,24 +108,12 @@ impl Pushback {
     /// ```
     #[must_use]
     pub fn retry_after(value: &[u8], received_at: SystemTime) -> Self {
-        let value = trim(value);
-        if value.first().is_some_and(u8::is_ascii_digit) {
-            return match parse_digits(value) {
-                Digits::Value(seconds) => Self::bounded(Duration::from_secs(seconds)),
-                Digits::Overflow => Self::Refuse,
-                Digits::Malformed => Self::Absent,
-            };
-        }
-        let Ok(text) = std::str::from_utf8(value) else {
-            return Self::Absent;
-        };
-        match httpdate::parse_http_date(text) {
-            Ok(at) => Self::bounded(at.duration_since(received_at).unwrap_or(Duration::ZERO)),
-            Err(_) => Self::Absent,
-        }
+        wire::retry_after(value, received_at).map_or(Self::Absent, Self::bounded)
     }
 
-    /// Parses a `retry-after-ms` value (non-negative milliseconds).
+    /// Reads a `retry-after-ms` value (non-negative milliseconds) with
+    /// [`wire::delay_ms`]. Malformed is absent; beyond [`MAX_PUSHBACK`]
+    /// refuses.
     ///
     /// ```
     /// use std::time::Duration;
@@ -137,15 +125,13 @@ impl Pushback {
     /// ```
     #[must_use]
     pub fn retry_after_ms(value: &[u8]) -> Self {
-        match parse_digits(trim(value)) {
-            Digits::Value(ms) => Self::bounded(Duration::from_millis(ms)),
-            Digits::Overflow => Self::Refuse,
-            Digits::Malformed => Self::Absent,
-        }
+        wire::delay_ms(value).map_or(Self::Absent, Self::bounded)
     }
 
-    /// Parses a `grpc-retry-pushback-ms` value (gRFC A6): non-negative
-    /// milliseconds; a negative or unparsable value means "do not retry".
+    /// Reads a `grpc-retry-pushback-ms` value (gRFC A6) with
+    /// [`wire::delay_ms`]: non-negative milliseconds; a negative or
+    /// unparsable value means "do not retry", and so does one beyond
+    /// [`MAX_PUSHBACK`].
     ///
     /// ```
     /// use std::time::Duration;
@@ -157,10 +143,7 @@ impl Pushback {
     /// ```
     #[must_use]
     pub fn grpc_retry_pushback_ms(value: &[u8]) -> Self {
-        match parse_digits(trim(value)) {
-            Digits::Value(ms) => Self::bounded(Duration::from_millis(ms)),
-            Digits::Overflow | Digits::Malformed => Self::Refuse,
-        }
+        wire::delay_ms(value).map_or(Self::Refuse, Self::bounded)
     }
 
     /// Combines two hints: a refusal wins, otherwise the longer wait.
@@ -202,34 +185,13 @@ impl Pushback {
         }
     }
 
-    fn bounded(wait: Duration) -> Self {
-        if wait > MAX_PUSHBACK {
-            Self::Refuse
-        } else {
-            Self::Wait(wait)
+    /// A well-formed hint: a wait of at most [`MAX_PUSHBACK`], else a refusal.
+    fn bounded(delay: Delay) -> Self {
+        match delay {
+            Delay::After(wait) if wait <= MAX_PUSHBACK => Self::Wait(wait),
+            Delay::After(_) | Delay::TooLong => Self::Refuse,
         }
     }
-}
-
-enum Digits {
-    Value(u64),
-    Overflow,
-    Malformed,
-}
-
-/// `1*DIGIT`, nothing else (no sign, no inner spaces).
-fn parse_digits(value: &[u8]) -> Digits {
-    if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
-        return Digits::Malformed;
-    }
-    let parsed = value.iter().try_fold(0u64, |acc, digit| {
-        acc.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
-    });
-    parsed.map_or(Digits::Overflow, Digits::Value)
-}
-
-fn trim(value: &[u8]) -> &[u8] {
-    value.trim_ascii()
 }
 
 #[cfg(test)]
