@@ -66,7 +66,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 use std::{fmt, thread};
 
-use common::{build, ms, poll_once, race, without_deadlock, Broken, Fell, Rendezvous, XorShift};
+use common::{
+    build, ms, poll_once, race, without_deadlock, Broken, Fell, Rendezvous, Rounds, XorShift,
+};
 use shed_core::{
     Admission, Arrival, Builder, Class, Clock, Cohort, Level, ManualClock, Permit, Rank,
     RejectReason, Rejection, Shedder, Waiter,
@@ -883,8 +885,13 @@ fn every_invariant_holds_at_every_barrier_while_the_limit_changes() {
     assert_nothing_lost(&report.shedder, &report.clock);
 }
 
-/// Rounds of each race.
-const RACE_ROUNDS: u64 = 10_000;
+/// How long each race goes on: thousands of rounds with both threads
+/// running at once. Each race the tests name was found within tens to a few
+/// thousand rounds (most often within a few hundred), on two busy cores.
+const RACE_ROUNDS: Rounds = Rounds {
+    at_once: 5_000,
+    at_most: 12_000,
+};
 
 /// A shedder of one slot, and a queue that fits one request.
 fn one_slot() -> Shedder {
@@ -960,7 +967,7 @@ fn assert_idle(round: u64, shedder: &Shedder) {
 fn a_request_deciding_to_wait_as_the_last_slot_frees_gets_it() {
     let _serial = one_at_a_time();
     let mut waited = 0;
-    race(
+    let at_once = race(
         RACE_ROUNDS,
         || {
             let shedder = one_slot();
@@ -985,7 +992,7 @@ fn a_request_deciding_to_wait_as_the_last_slot_frees_gets_it() {
             fell
         },
     );
-    println!("{waited} of {RACE_ROUNDS} requests waited for the slot");
+    println!("{at_once} rounds ran at once; {waited} requests waited for the slot");
 }
 
 /// A request waits for the only slot, and gives up as the slot is handed to
@@ -995,7 +1002,7 @@ fn a_request_deciding_to_wait_as_the_last_slot_frees_gets_it() {
 #[test]
 fn a_waiter_giving_up_as_the_slot_is_handed_to_it_loses_no_slot() {
     let _serial = one_at_a_time();
-    race(
+    let at_once = race(
         RACE_ROUNDS,
         || {
             let shedder = one_slot();
@@ -1023,6 +1030,7 @@ fn a_waiter_giving_up_as_the_slot_is_handed_to_it_loses_no_slot() {
             }
         },
     );
+    println!("{at_once} rounds ran at once");
 }
 
 /// A request waits for the only slot, and is polled again (with a new
@@ -1034,7 +1042,7 @@ fn a_waiter_giving_up_as_the_slot_is_handed_to_it_loses_no_slot() {
 fn a_waiter_polled_as_the_slot_is_handed_to_it_gets_it() {
     let _serial = one_at_a_time();
     let mut served = 0;
-    race(
+    let at_once = race(
         RACE_ROUNDS,
         || {
             let shedder = one_slot();
@@ -1067,7 +1075,7 @@ fn a_waiter_polled_as_the_slot_is_handed_to_it_gets_it() {
             fell
         },
     );
-    println!("{served} of {RACE_ROUNDS} polls found the slot already handed over");
+    println!("{at_once} rounds ran at once; {served} polls found the slot handed over");
 }
 
 /// Two flags, one per side of a race, raised just before the side's step:
@@ -1096,13 +1104,17 @@ impl Flags {
 fn two_requests_crossing_the_interval_boundary_close_it_once() {
     let _serial = one_at_a_time();
     // Refused for its deadline, a request still closes a due interval, and
-    // measures nothing itself.
-    let cross = |shedder: &Shedder| {
+    // measures nothing itself. Built before the flag goes up, so that the
+    // flag is raised as close as can be to the engine's reading of the
+    // interval boundary.
+    let cross = |shedder: &Shedder, mine: &AtomicBool, theirs: &AtomicBool| {
         let too_late = critical().with_deadline(shedder.now());
+        let second = Flags::raise(mine, theirs);
         let refused = shedder.try_admit(&too_late).unwrap_err();
         assert_eq!(refused.reason(), RejectReason::DeadlinePassed);
+        second
     };
-    race(
+    let at_once = race(
         RACE_ROUNDS,
         || {
             let (shedder, clock) = build(Shedder::builder().limit(1).interval(INTERVAL));
@@ -1110,16 +1122,8 @@ fn two_requests_crossing_the_interval_boundary_close_it_once() {
             clock.advance(INTERVAL);
             ((shedder, Arc::new(Flags::default())), (), ())
         },
-        |(shedder, flags), ()| {
-            let second = Flags::raise(&flags.here, &flags.there);
-            cross(shedder);
-            second
-        },
-        |(shedder, flags), ()| {
-            let second = Flags::raise(&flags.there, &flags.here);
-            cross(shedder);
-            second
-        },
+        |(shedder, flags), ()| cross(shedder, &flags.here, &flags.there),
+        |(shedder, flags), ()| cross(shedder, &flags.there, &flags.here),
         |round, (shedder, _), here_second, there_second| {
             assert_eq!(
                 shedder.stats().recent_sojourn,
@@ -1134,6 +1138,7 @@ fn two_requests_crossing_the_interval_boundary_close_it_once() {
             }
         },
     );
+    println!("{at_once} rounds ran at once");
 }
 
 /// Operations of the free-running test, over all its threads.

@@ -450,6 +450,19 @@ struct SpinPair {
     broken: AtomicBool,
 }
 
+/// One thread's place at a [`SpinPair`]: how many times it has met the other.
+struct Seat<'a> {
+    pair: &'a SpinPair,
+    met: u64,
+}
+
+/// Spins of a wait at a [`SpinPair`] before it yields.
+const SPINS_BEFORE_YIELD: u32 = 1_000;
+/// The longest wait, in spins, at the second meeting of
+/// [`Seat::meet_at_once`] that still counts as running at once: a few
+/// microseconds, against the milliseconds a descheduled thread is away.
+const AT_ONCE_SPINS: u32 = 256;
+
 impl SpinPair {
     fn new() -> SpinPair {
         SpinPair {
@@ -458,27 +471,50 @@ impl SpinPair {
         }
     }
 
-    /// Waits until both threads have arrived `count` times each; spins a
-    /// little, then yields (the other thread may need this core to arrive).
-    fn meet(&self, count: u64) -> Result<(), Broken> {
-        self.arrivals.fetch_add(1, Ordering::AcqRel);
+    fn seat(&self) -> Seat<'_> {
+        Seat { pair: self, met: 0 }
+    }
+}
+
+impl<'a> Seat<'a> {
+    /// Waits until the other thread has arrived as often as this one,
+    /// spinning, then yielding (the other thread may need this core).
+    /// Returns how many spins it waited, if it never had to yield.
+    fn meet(&mut self) -> Result<Option<u32>, Broken> {
+        self.met += 1;
+        let pair = self.pair;
+        pair.arrivals.fetch_add(1, Ordering::AcqRel);
         let mut spins = 0_u32;
-        while self.arrivals.load(Ordering::Acquire) < 2 * count {
-            if self.broken.load(Ordering::Acquire) {
+        while pair.arrivals.load(Ordering::Acquire) < 2 * self.met {
+            if pair.broken.load(Ordering::Acquire) {
                 return Err(Broken);
             }
-            if spins < 1_000 {
+            if spins < SPINS_BEFORE_YIELD {
                 std::hint::spin_loop();
                 spins += 1;
             } else {
                 std::thread::yield_now();
             }
         }
-        Ok(())
+        Ok((spins < SPINS_BEFORE_YIELD).then_some(spins))
+    }
+
+    /// Meets twice: once whenever both are ready, then again at once.
+    /// Returns whether the second meeting was quick: whether the two threads
+    /// were both running as they left it.
+    fn meet_at_once(&mut self) -> Result<bool, Broken> {
+        self.meet()?;
+        Ok(self.meet()?.is_some_and(|spins| spins <= AT_ONCE_SPINS))
+    }
+
+    /// Breaks the pair if this thread panics while the guard lives, so that
+    /// the other stops waiting.
+    fn guard(&self) -> BreakPairOnPanic<'a> {
+        BreakPairOnPanic(self.pair)
     }
 }
 
-/// Breaks its [`SpinPair`] if its thread panics, so the other stops waiting.
+/// Breaks its [`SpinPair`] when dropped during a panic.
 struct BreakPairOnPanic<'a>(&'a SpinPair);
 
 impl Drop for BreakPairOnPanic<'_> {
@@ -498,7 +534,9 @@ fn delay(spins: u64, rng: &mut XorShift) {
 
 /// Which way a round of a race fell: tells the next round which side to
 /// start later, so that the rounds gather where the two orders meet (where
-/// the races worth finding are), whatever the machine's speed.
+/// the races worth finding are), whatever the machine's speed. Only rounds
+/// in which both threads were running at once steer: in the others, the
+/// scheduler chose the order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fell {
     /// `here`'s step came first: start it later.
@@ -510,72 +548,100 @@ pub enum Fell {
 }
 
 /// How far apart, in spins, the two sides of a race may start. Reaching it
-/// starts the search again from no offset: the two threads were not running
-/// at once (another process had a core), and the order said nothing.
+/// starts the search again from no offset.
 const MAX_LEAD: i64 = 128;
 
-/// Races `here` (on this thread) against `there` (on a second thread) for
-/// `rounds` rounds. Each round, `setup` builds what both sides share and
-/// what each side owns; the sides meet, wait their delays, run, and meet
-/// again; then `check` judges the round (numbered from 1) from what both
-/// returned, with nothing else running, and says which way it fell, which
-/// moves the next round's offset between the sides ([`Fell`]). The offset
-/// only decides how often the sides collide, never whether a round passes.
+/// How long a race goes on: until `at_once` rounds ran with both threads
+/// running at once, or `at_most` rounds in all (on a machine too busy, or
+/// with one core, few rounds are races at all).
+#[derive(Clone, Copy, Debug)]
+pub struct Rounds {
+    /// Rounds with both threads running at once, to run.
+    pub at_once: u64,
+    /// Rounds to run at most, at once or not.
+    pub at_most: u64,
+}
+
+/// Races `here` (on this thread) against `there` (on a second thread), for
+/// `rounds`. Each round, `setup` builds what both sides share and what each
+/// side owns; the sides meet, wait their delays, run, and meet again; then
+/// `check` judges the round (numbered from 1) from what both returned, with
+/// nothing else running, and says which way it fell, which moves the next
+/// round's offset between the sides ([`Fell`]). The offset only decides how
+/// often the sides collide, never whether a round passes. Returns how many
+/// rounds ran with both threads running at once.
 pub fn race<S, H, T, Q, R>(
-    rounds: u64,
+    rounds: Rounds,
     mut setup: impl FnMut() -> (S, H, T),
     mut here: impl FnMut(&S, H) -> Q,
     there: impl Fn(&S, T) -> R + Sync,
     mut check: impl FnMut(u64, S, Q, R) -> Fell,
-) where
+) -> u64
+where
     S: Clone + Send + Sync,
     T: Send,
     R: Send,
 {
     let pair = SpinPair::new();
     let table: Mutex<Option<(S, T, u64)>> = Mutex::new(None);
-    let answer: Mutex<Option<R>> = Mutex::new(None);
+    let answer: Mutex<Option<(R, bool)>> = Mutex::new(None);
+    let over = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let other = scope.spawn(|| -> Result<(), Broken> {
-            let _guard = BreakPairOnPanic(&pair);
+            let mut seat = pair.seat();
+            let _guard = seat.guard();
             let mut rng = XorShift::new(0xB0B);
-            for round in 1..=rounds {
-                pair.meet(2 * round - 1)?;
+            loop {
+                seat.meet()?; // the round is set up, or the race is over
+                if over.load(Ordering::Acquire) {
+                    return Ok(());
+                }
                 let (shared, own, spins) = table.lock().unwrap().take().expect("set up");
+                let at_once = seat.meet_at_once()?;
                 delay(spins, &mut rng);
                 let outcome = there(&shared, own);
-                *answer.lock().unwrap() = Some(outcome);
+                *answer.lock().unwrap() = Some((outcome, at_once));
                 drop(shared);
-                pair.meet(2 * round)?;
+                seat.meet()?; // both sides are done
             }
-            Ok(())
         });
-        let _guard = BreakPairOnPanic(&pair);
+        let mut seat = pair.seat();
+        let _guard = seat.guard();
         let mut rng = XorShift::new(0xA11CE);
         // Positive: `here` starts that many spins after `there`.
         let mut lead: i64 = 0;
-        for round in 1..=rounds {
+        let mut at_once_rounds = 0;
+        for round in 1.. {
+            if at_once_rounds >= rounds.at_once || round > rounds.at_most {
+                over.store(true, Ordering::Release);
+                let _ = seat.meet();
+                break;
+            }
             let (shared, own_here, own_there) = setup();
             let there_spins = (-lead).max(0) as u64;
             *table.lock().unwrap() = Some((shared.clone(), own_there, there_spins));
-            if pair.meet(2 * round - 1).is_err() {
+            let Ok(at_once) = seat.meet().and_then(|_| seat.meet_at_once()) else {
                 break;
-            }
+            };
             delay(lead.max(0) as u64, &mut rng);
             let done_here = here(&shared, own_here);
-            if pair.meet(2 * round).is_err() {
+            if seat.meet().is_err() {
                 break;
             }
-            let outcome = answer
+            let (outcome, there_at_once) = answer
                 .lock()
                 .unwrap()
                 .take()
                 .expect("the other side answered");
-            lead += match check(round, shared, done_here, outcome) {
-                Fell::HereFirst => 1,
-                Fell::ThereFirst => -1,
-                Fell::Together => 0,
-            };
+            let fell = check(round, shared, done_here, outcome);
+            if at_once && there_at_once {
+                at_once_rounds += 1;
+                lead += match fell {
+                    Fell::HereFirst => 1,
+                    Fell::ThereFirst => -1,
+                    Fell::Together => 0,
+                };
+            }
             if lead.abs() > MAX_LEAD {
                 lead = 0;
             }
@@ -583,5 +649,6 @@ pub fn race<S, H, T, Q, R>(
         if let Err(panic) = other.join() {
             std::panic::resume_unwind(panic);
         }
-    });
+        at_once_rounds
+    })
 }
