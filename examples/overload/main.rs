@@ -7,7 +7,13 @@
 //!     [--workers K] [--service-ms MS] [--service-dist exp|constant] [--soak-secs S] [--out DIR]
 //! cargo run --release --example overload -- serve [--addr ADDR] [--policy P] [--service downstream|cpu]
 //!     [--workers K] [--service-ms MS] [--service-dist exp|constant] [--cpu-work-ms MS] [--threads N] [--seed S]
+//!     [--quick] [--exit-with-stdin]
 //! ```
+//!
+//! `serve` with a policy naming `true` calibrates its service first (shorter
+//! with `--quick`); `--threads 1` runs it on a one-thread runtime (0, the
+//! default: one per CPU); `--exit-with-stdin` ends it when its stdin closes
+//! (how the lab's child servers never outlive the lab).
 //!
 //! Policies: `none`, `tower@N`, `shed` (engine defaults), `shed@N`, with `N`
 //! a number or `true` (the true concurrency the calibration finds).
@@ -68,6 +74,7 @@ const USAGE: &str = "usage:
            [--service-dist exp|constant] [--soak-secs S] [--out DIR]
   overload serve [--addr ADDR] [--policy P] [--service downstream|cpu] [--workers K]
            [--service-ms MS] [--service-dist exp|constant] [--cpu-work-ms MS] [--threads N] [--seed S]
+           [--quick] [--exit-with-stdin]
 policies: none, tower@N, shed, shed@N (N a number, or `true`: the calibrated true concurrency)
 scenarios: steady, isolation, deadline, metastable, unknown-capacity, cpu-bound, capacity-drop
            (the default set, also `all`), soak (only when named)";

@@ -143,17 +143,6 @@ impl fmt::Display for ServerPolicy {
     }
 }
 
-impl FromStr for ServerPolicy {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.parse::<Policy>()? {
-            p if p.needs_true_concurrency() => Err(format!("{s}: `true` is not resolved here")),
-            p => Ok(p.resolve(0)),
-        }
-    }
-}
-
 impl ServerPolicy {
     /// Puts the policy in front of the class routes: `route(class)` builds
     /// the handler of one class. Returns the router and, for shed, its

@@ -73,6 +73,7 @@ pub async fn measure_reduced(ctx: &Ctx<'_>, setup: &Setup) -> Result<Step, Strin
         reduced_step(ctx.lab),
         SLOWDOWN_PCT,
         plan.seed,
+        plan.parallelism,
     )
     .await;
     target.stop().await;

@@ -67,7 +67,7 @@ pub fn specs(lab: &Lab, capacity: f64) -> Vec<TrialSpec> {
 pub fn report(ctx: &Ctx<'_>, trials: &[Trial]) -> Report {
     let mut table = Table::new(
         format!(
-            "isolation: interactive at 40% of capacity, batch spiking from 0.2x to 12x; {}; {}; figures over the {:.0} s spike",
+            "isolation: interactive at 40% of capacity, batch spiking from 0.2x to 12x; {}; {}; figures over the {:.1} s spike",
             ctx.service,
             ctx.true_note(),
             ctx.lab.measured().as_secs_f64()

@@ -46,7 +46,7 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial]) -> Report {
     let lab = ctx.lab;
     let mut table = Table::new(
         format!(
-            "steady: mixed classes, offered load swept; {}; {}; figures over {:.0} s after a {:.0} s warm-up",
+            "steady: mixed classes, offered load swept; {}; {}; figures over {:.1} s after a {:.1} s warm-up",
             ctx.service,
             ctx.true_note(),
             lab.measured().as_secs_f64(),

@@ -63,7 +63,7 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
     let lab = ctx.lab;
     let mut table = Table::new(
         format!(
-            "{scenario}: {}; {}; figures over {:.0} s after a {:.0} s warm-up; \
+            "{scenario}: {}; {}; figures over {:.1} s after a {:.1} s warm-up; \
              `true` = {} (calibrated); goodput in points of capacity",
             ctx.service,
             ctx.true_note(),
