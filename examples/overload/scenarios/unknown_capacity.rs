@@ -153,11 +153,13 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
             true,
             |x| pct(x, 1),
         );
+        // No success has no p99, and cannot meet a latency goal.
+        let p99 = if s.successes == 0 { f64::MAX } else { s.p99_ms };
         goals.compare(
             step,
             "shed",
             &format!("p99 of successes <= {p99_factor}x no-load p99"),
-            Some(s.p99_ms),
+            Some(p99),
             Ok((
                 format!(
                     "{p99_factor} x no-load p99 {:.1} ms (calibration)",
@@ -168,6 +170,11 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
             true,
             |x| format!("{x:.1} ms"),
         );
+        if s.successes == 0 {
+            if let Some(g) = goals.0.last_mut() {
+                g.measured = "no success".into();
+            }
+        }
     }
     if let Some(t) = figures::find(trials, shed, MIXED_STEP) {
         let inter = Summary::of(&t.records, window(t), Some(Class::Interactive));
