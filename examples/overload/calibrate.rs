@@ -28,7 +28,10 @@
 use std::{
     fmt,
     net::SocketAddr,
-    sync::Arc,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, OnceLock,
+    },
     time::{Duration, Instant},
 };
 
@@ -48,6 +51,13 @@ pub const REACH: f64 = 0.97;
 
 /// Longest a calibration request may take before it counts as failed.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A step goes on past its length until it has counted this many
+/// completions (only a quick run on a slow machine needs it)...
+const MIN_COMPLETIONS: u64 = 20;
+
+/// ... but not beyond this many times its length.
+const MAX_STRETCH: u32 = 10;
 
 /// How long each part of a calibration lasts.
 #[derive(Clone, Copy, Debug)]
@@ -259,24 +269,43 @@ async fn step(
     let work_before = work().await?;
     let start = Instant::now();
     let counted_from = start + length / 10;
-    let end = start + length;
+    let (end, hard_end) = (start + length, start + length * MAX_STRETCH);
+    // The step ends at `end`, or later once it has counted MIN_COMPLETIONS
+    // (a slow machine in a quick run), but never after `hard_end`.
+    let counted = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(OnceLock::new());
     let loops: Vec<_> = (0..concurrency)
         .map(|_| {
-            let caller = Arc::clone(caller);
+            let (caller, counted, stop) =
+                (Arc::clone(caller), Arc::clone(&counted), Arc::clone(&stop));
             tokio::spawn(async move {
                 let mut done = Vec::new();
-                while Instant::now() < end {
-                    let sent = Instant::now();
+                loop {
+                    let now = Instant::now();
+                    let enough = counted.load(Ordering::Relaxed) >= MIN_COMPLETIONS;
+                    if stop.get().is_some() || (now >= end && enough) || now >= hard_end {
+                        let _ = stop.set(now);
+                        break;
+                    }
                     let ok = caller.once().await;
-                    done.push((sent, Instant::now(), ok));
+                    let finished = Instant::now();
+                    if ok && finished >= counted_from {
+                        counted.fetch_add(1, Ordering::Relaxed);
+                    }
+                    done.push((now, finished, ok));
                 }
                 done
             })
         })
         .collect();
-    let (mut completions, mut failures, mut latencies) = (0u64, 0u64, Vec::new());
+    let mut loop_results = Vec::with_capacity(loops.len());
     for l in loops {
-        for (sent, finished, ok) in l.await.map_err(|e| e.to_string())? {
+        loop_results.push(l.await.map_err(|e| e.to_string())?);
+    }
+    let end = stop.get().copied().unwrap_or(end).max(end);
+    let (mut completions, mut failures, mut latencies) = (0u64, 0u64, Vec::new());
+    for done in loop_results {
+        for (sent, finished, ok) in done {
             if !ok {
                 failures += 1;
                 continue;
