@@ -218,6 +218,26 @@ pub async fn run(
             }),
             if panicked { "YES" } else { "no" }.into(),
         ]);
+        // The trend, a tenth of the run at a time: a leak climbs, a warm-up
+        // levels off, open connections come and go.
+        let tenths: Vec<(f64, f64)> = (0..10)
+            .map(|i| (d * f64::from(i) / 10.0, d * f64::from(i + 1) / 10.0))
+            .collect();
+        let trend = |f: &dyn Fn((f64, f64)) -> f64, scale: f64| {
+            tenths
+                .iter()
+                .map(|&w| format!("{:.1}", f(w) / scale))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        figures_table.note(format!(
+            "{policy}: mean RSS MiB per tenth of the run: {}",
+            trend(&rss, 1024.0)
+        ));
+        figures_table.note(format!(
+            "{policy}: mean open descriptors per tenth of the run: {}",
+            trend(&fds, 1.0)
+        ));
         let p = policy.to_string();
         for (what, f) in [
             ("resident memory", &rss as &dyn Fn(_) -> f64),
