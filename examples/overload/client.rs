@@ -1,6 +1,8 @@
 //! One logical request as a real HTTP client makes it: attempts with a
 //! timeout, retries with exponential backoff and full jitter, a deadline sent
-//! in `grpc-timeout`, and the attempt number in `shed-attempt`.
+//! in `grpc-timeout`, and the attempt number in `shed-attempt`. Callers wait
+//! at least the `Retry-After` of any server that sends one; a share of them
+//! may hang up early (the soak's hang-ups).
 
 use std::{
     net::SocketAddr,
@@ -34,9 +36,10 @@ pub struct ClientConfig {
     pub backoff_base: Duration,
     /// Upper bound of the backoff window.
     pub backoff_cap: Duration,
-    /// Wait at least the server's `Retry-After` before retrying (used with
-    /// the shed policy, which computes it).
-    pub honour_retry_after: bool,
+    /// Share of logical requests whose caller hangs up during its first
+    /// attempt, at a uniform time within the attempt timeout, and does not
+    /// retry (0 in every scenario but the soak).
+    pub hangup_share: f64,
 }
 
 /// What became of one attempt.
@@ -50,6 +53,8 @@ pub enum AttemptResult {
     Timeout,
     /// The connection failed.
     Error,
+    /// The caller hung up before the answer.
+    HungUp,
 }
 
 impl AttemptResult {
@@ -59,16 +64,19 @@ impl AttemptResult {
             AttemptResult::Success => false,
             AttemptResult::Status(s) => matches!(s, 429 | 502 | 503 | 504),
             AttemptResult::Timeout | AttemptResult::Error => true,
+            AttemptResult::HungUp => false,
         }
     }
 
-    /// A short label for rejection counts: the status code, `timeout` or `io`.
+    /// A short label for failure counts: the status code, `timeout`, `io`
+    /// or `hangup`.
     pub fn reason(self) -> Option<String> {
         match self {
             AttemptResult::Success => None,
             AttemptResult::Status(s) => Some(s.to_string()),
             AttemptResult::Timeout => Some("timeout".into()),
             AttemptResult::Error => Some("io".into()),
+            AttemptResult::HungUp => Some("hangup".into()),
         }
     }
 
@@ -145,15 +153,26 @@ impl LabClient {
         let deadline = start + cfg.deadline;
         let mut attempts = Vec::with_capacity(cfg.max_attempts as usize);
         let mut success = false;
+        let hangup = (cfg.hangup_share > 0.0 && fastrand::f64() < cfg.hangup_share)
+            .then(|| cfg.attempt_timeout.mul_f64(fastrand::f64()));
         for n in 1..=cfg.max_attempts {
             let sent = Instant::now();
             let remaining = deadline.saturating_duration_since(sent);
             if remaining < MIN_ATTEMPT_WINDOW {
                 break;
             }
-            let (result, retry_after) = self
-                .attempt(class, n, remaining.min(cfg.attempt_timeout))
-                .await;
+            let timeout = remaining.min(cfg.attempt_timeout);
+            let (result, retry_after) = match hangup {
+                // The header still carries the full attempt timeout: the
+                // server cannot know the caller will leave early.
+                Some(after) if n == 1 => {
+                    match self.attempt(class, n, timeout, after.min(timeout)).await {
+                        (AttemptResult::Timeout, r) => (AttemptResult::HungUp, r),
+                        other => other,
+                    }
+                }
+                _ => self.attempt(class, n, timeout, timeout).await,
+            };
             attempts.push(Attempt {
                 sent: sent - epoch,
                 result,
@@ -165,10 +184,8 @@ impl LabClient {
             if !result.retryable() || n == cfg.max_attempts {
                 break;
             }
-            let mut pause = full_jitter(cfg.backoff_base, cfg.backoff_cap, n);
-            if cfg.honour_retry_after {
-                pause = pause.max(retry_after.unwrap_or_default());
-            }
+            let pause = full_jitter(cfg.backoff_base, cfg.backoff_cap, n)
+                .max(retry_after.unwrap_or_default());
             if Instant::now() + pause + MIN_ATTEMPT_WINDOW >= deadline {
                 break;
             }
@@ -184,12 +201,14 @@ impl LabClient {
         }
     }
 
-    /// One attempt: the request, its answer and the body, all within `timeout`.
+    /// One attempt: the request, its answer and the body, all within
+    /// `give_up` (`timeout` is what the request tells the server).
     async fn attempt(
         &self,
         class: Class,
         n: u32,
         timeout: Duration,
+        give_up: Duration,
     ) -> (AttemptResult, Option<Duration>) {
         let request = Request::get(self.uris[class.index()].clone())
             .header(GRPC_TIMEOUT_HEADER, format!("{}m", timeout.as_millis()))
@@ -208,7 +227,7 @@ impl LabClient {
             response.into_body().collect().await.map_err(|_| ())?;
             Ok::<_, ()>((status, retry_after))
         };
-        match tokio::time::timeout(timeout, exchange).await {
+        match tokio::time::timeout(give_up, exchange).await {
             Err(_) => (AttemptResult::Timeout, None),
             Ok(Err(())) => (AttemptResult::Error, None),
             Ok(Ok((status, retry_after))) if status == StatusCode::OK => {

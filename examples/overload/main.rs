@@ -1,45 +1,83 @@
 //! The overload lab: a real axum service with finite capacity on loopback,
-//! driven by open-loop load with retrying clients, under three admission
-//! policies side by side.
+//! calibrated, then driven by open-loop load with retrying clients under
+//! several admission policies side by side.
 //!
 //! ```text
-//! cargo run --release --example overload -- [SCENARIO|all] [--quick] [--policies none,tower,shed] [--out DIR]
-//! cargo run --release --example overload -- serve [--addr ADDR] [--policy none|tower|shed] [--workers K] [--service-ms MS]
+//! cargo run --release --example overload -- [SCENARIO...|all] [--quick] [--policies P,P,...]
+//!     [--workers K] [--service-ms MS] [--service-dist exp|constant] [--soak-secs S] [--out DIR]
+//! cargo run --release --example overload -- serve [--addr ADDR] [--policy P] [--service downstream|cpu]
+//!     [--workers K] [--service-ms MS] [--service-dist exp|constant] [--cpu-work-ms MS] [--threads N] [--seed S]
+//!     [--quick] [--exit-with-stdin]
 //! ```
 //!
-//! Scenarios: `steady`, `isolation`, `deadline`, `metastable` (see
-//! `scenario.rs`). Tables go to stdout, progress to stderr, CSV and SVG files
-//! to `results/`. Every figure is measured from the requests the run made.
+//! `serve` with a policy naming `true` calibrates its service first (shorter
+//! with `--quick`); `--threads 1` runs it on a one-thread runtime (0, the
+//! default: one per CPU); `--exit-with-stdin` ends it when its stdin closes
+//! (how the lab's child servers never outlive the lab).
 //!
-//! `cargo test` runs the `--quick` version of every scenario for every policy
-//! (the test at the bottom of this file; `test = true` in Cargo.toml).
+//! Policies: `none`, `tower@N`, `shed` (engine defaults), `shed@N`, with `N`
+//! a number or `true` (the true concurrency the calibration finds).
+//! Scenarios: `steady`, `isolation`, `deadline`, `metastable`,
+//! `unknown-capacity`, `cpu-bound`, `capacity-drop` (the default set), and
+//! `soak` (only when named). Tables go to stdout, progress to stderr, CSV
+//! and SVG files to `results/`. Every figure is measured from the run's own
+//! records.
+//!
+//! `cargo test` runs a `--quick` pass of every default scenario and a short
+//! soak (the tests at the bottom of this file; `test = true` in Cargo.toml).
 
+#![forbid(unsafe_code)]
+
+mod admin;
+mod calibrate;
 mod class;
 mod client;
+mod cpu;
+mod downstream;
+mod goal;
 mod load;
 mod metrics;
 mod plot;
+mod policy;
+mod process;
 mod report;
-mod scenario;
+mod request_deadline;
+mod scenarios;
 mod server;
+mod soak;
+mod target;
 mod trial;
+mod work;
 
-use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
+use std::{
+    net::SocketAddr,
+    path::PathBuf,
+    process::ExitCode,
+    time::{Duration, Instant},
+};
 
-use scenario::{Lab, Scenario};
-use server::{Distribution, Policy, Server, ServerConfig, ServiceTime};
+use downstream::{Distribution, ServiceTime};
+use policy::{Policy, ServerPolicy};
+use process::Launcher;
+use scenarios::{Calibrations, Lab, Scenario};
+use server::{Server, ServerConfig, ServiceSpec};
 
 /// Default K.
 const WORKERS: usize = 8;
-/// Default mean service time: with K = 8, a capacity of 200 req/s, so 12x
-/// (2,400 req/s plus retries) stays within what the generator can offer on
-/// two cores.
-const SERVICE_MS: u64 = 40;
+/// Default mean service time of the worker pool.
+const SERVICE_MS: u64 = 20;
+/// Default length of the soak.
+const SOAK_SECS: f64 = 600.0;
 
 const USAGE: &str = "usage:
-  overload [SCENARIO|all] [--quick] [--policies none,tower,shed] [--workers K] [--service-ms MS] [--service-dist exp|constant] [--out DIR]
-  overload serve [--addr ADDR] [--policy none|tower|shed] [--workers K] [--service-ms MS] [--service-dist exp|constant]
-scenarios: steady, isolation, deadline, metastable (default: all)";
+  overload [SCENARIO...|all] [--quick] [--policies P,P,...] [--workers K] [--service-ms MS]
+           [--service-dist exp|constant] [--soak-secs S] [--out DIR]
+  overload serve [--addr ADDR] [--policy P] [--service downstream|cpu] [--workers K]
+           [--service-ms MS] [--service-dist exp|constant] [--cpu-work-ms MS] [--threads N] [--seed S]
+           [--quick] [--exit-with-stdin]
+policies: none, tower@N, shed, shed@N (N a number, or `true`: the calibrated true concurrency)
+scenarios: steady, isolation, deadline, metastable, unknown-capacity, cpu-bound, capacity-drop
+           (the default set, also `all`), soak (only when named)";
 
 /// What the command line asked for.
 enum Command {
@@ -49,18 +87,37 @@ enum Command {
     },
     Serve {
         addr: SocketAddr,
-        config: ServerConfig,
+        policy: Policy,
+        service: ServiceSpec,
+        /// Runtime worker threads: 1 a current-thread runtime, 0 one per CPU.
+        threads: usize,
+        seed: u64,
+        exit_with_stdin: bool,
+        quick: bool,
     },
 }
 
-fn parse(args: &[String]) -> Result<Command, String> {
+fn number<T: std::str::FromStr>(flag: &str, v: String) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    v.parse().map_err(|e| format!("{flag}: {e}"))
+}
+
+fn parse(args: &[String], launcher: Launcher) -> Result<Command, String> {
     let mut positional = Vec::new();
     let mut quick = false;
-    let mut policies = Policy::ALL.to_vec();
+    let mut policies = None;
     let mut policy = Policy::None;
     let mut workers = WORKERS;
-    let mut service_ms = SERVICE_MS;
+    let mut service_us = SERVICE_MS * 1000;
     let mut distribution = Distribution::Exponential;
+    let mut cpu_service = false;
+    let mut cpu_work_us = 10_000u64;
+    let mut threads = 0usize;
+    let mut seed = 1u64;
+    let mut exit_with_stdin = false;
+    let mut soak_secs = SOAK_SECS;
     let mut addr: SocketAddr = ([127, 0, 0, 1], 3000).into();
     let mut out = PathBuf::from("results");
     let mut it = args.iter();
@@ -72,19 +129,11 @@ fn parse(args: &[String]) -> Result<Command, String> {
         };
         match arg.as_str() {
             "--quick" => quick = true,
-            "--policies" => {
-                policies = value(arg)?
-                    .split(',')
-                    .map(str::parse)
-                    .collect::<Result<_, _>>()?
-            }
+            "--policies" => policies = Some(policy::parse_list(&value(arg)?)?),
             "--policy" => policy = value(arg)?.parse()?,
-            "--workers" => workers = value(arg)?.parse().map_err(|e| format!("--workers: {e}"))?,
-            "--service-ms" => {
-                service_ms = value(arg)?
-                    .parse()
-                    .map_err(|e| format!("--service-ms: {e}"))?
-            }
+            "--workers" => workers = number(arg, value(arg)?)?,
+            "--service-ms" => service_us = number::<u64>(arg, value(arg)?)?.saturating_mul(1000),
+            "--service-us" => service_us = number(arg, value(arg)?)?,
             "--service-dist" => {
                 distribution = match value(arg)?.as_str() {
                     "exp" => Distribution::Exponential,
@@ -94,116 +143,242 @@ fn parse(args: &[String]) -> Result<Command, String> {
                     }
                 }
             }
-            "--addr" => addr = value(arg)?.parse().map_err(|e| format!("--addr: {e}"))?,
+            "--service" => {
+                cpu_service = match value(arg)?.as_str() {
+                    "downstream" => false,
+                    "cpu" => true,
+                    other => return Err(format!("--service: {other:?} is not downstream or cpu")),
+                }
+            }
+            "--cpu-work-ms" => cpu_work_us = number::<u64>(arg, value(arg)?)?.saturating_mul(1000),
+            "--cpu-work-us" => cpu_work_us = number(arg, value(arg)?)?,
+            "--threads" => threads = number(arg, value(arg)?)?,
+            "--seed" => seed = number(arg, value(arg)?)?,
+            "--exit-with-stdin" => exit_with_stdin = true,
+            "--soak-secs" => soak_secs = number(arg, value(arg)?)?,
+            "--addr" => addr = number(arg, value(arg)?)?,
             "--out" => out = value(arg)?.into(),
             "-h" | "--help" => return Err(USAGE.into()),
             flag if flag.starts_with('-') => return Err(format!("unknown flag {flag}\n{USAGE}")),
             word => positional.push(word.to_owned()),
         }
     }
-    if workers == 0 || service_ms == 0 {
-        return Err("--workers and --service-ms must be positive".into());
+    if workers == 0 || service_us == 0 || cpu_work_us == 0 {
+        return Err("--workers, --service-ms and --cpu-work-ms must be positive".into());
     }
-    let service = ServiceTime {
-        mean: Duration::from_millis(service_ms),
+    if !(soak_secs.is_finite() && soak_secs >= 1.0) {
+        return Err("--soak-secs must be at least 1".into());
+    }
+    let time = ServiceTime {
+        mean: Duration::from_micros(service_us),
         distribution,
     };
-    match positional.as_slice() {
-        [serve] if serve == "serve" => Ok(Command::Serve {
-            addr,
-            config: ServerConfig {
-                policy,
-                workers,
-                service,
-            },
-        }),
-        names if names.is_empty() || names == ["all"] => Ok(lab_command(
-            Scenario::ALL.to_vec(),
-            quick,
-            policies,
-            workers,
-            service,
-            out,
-        )),
-        names => {
-            let scenarios = names.iter().map(|n| n.parse()).collect::<Result<_, _>>()?;
-            Ok(lab_command(
-                scenarios, quick, policies, workers, service, out,
-            ))
+    if positional.first().is_some_and(|p| p == "serve") {
+        if positional.len() > 1 {
+            return Err(format!("serve takes no other word\n{USAGE}"));
         }
+        let service = if cpu_service {
+            ServiceSpec::Cpu {
+                work: Duration::from_micros(cpu_work_us),
+            }
+        } else {
+            ServiceSpec::Downstream { workers, time }
+        };
+        return Ok(Command::Serve {
+            addr,
+            policy,
+            service,
+            threads,
+            seed,
+            exit_with_stdin,
+            quick,
+        });
     }
-}
-
-fn lab_command(
-    scenarios: Vec<Scenario>,
-    quick: bool,
-    policies: Vec<Policy>,
-    workers: usize,
-    service: ServiceTime,
-    out_dir: PathBuf,
-) -> Command {
-    Command::Lab {
+    let scenarios = if positional.is_empty() || positional == ["all"] {
+        Scenario::DEFAULT.to_vec()
+    } else {
+        positional
+            .iter()
+            .map(|n| n.parse())
+            .collect::<Result<_, _>>()?
+    };
+    Ok(Command::Lab {
         scenarios,
         lab: Lab {
             workers,
-            service,
+            service: time,
             quick,
             policies,
-            out_dir,
+            out_dir: out,
+            launcher,
+            soak: Duration::from_secs_f64(soak_secs),
         },
-    }
+    })
 }
 
 /// Runs `scenarios` one after the other, printing each table when done.
 async fn run_lab(
     lab: &Lab,
     scenarios: &[Scenario],
-) -> Result<Vec<scenario::ScenarioRun>, Box<dyn std::error::Error>> {
+) -> Result<Vec<scenarios::ScenarioRun>, Box<dyn std::error::Error>> {
+    let began = Instant::now();
+    let (trials, secs) = scenarios::planned_secs(lab, scenarios);
+    eprintln!(
+        "plan: {} scenario(s), {trials} trials, about {:.1} min of load and calibration",
+        scenarios.len(),
+        secs / 60.0
+    );
+    let mut calibrations = Calibrations::default();
     let mut runs = Vec::new();
     for &s in scenarios {
-        let run = scenario::run(lab, s).await?;
-        println!("{}", run.table);
+        let run = scenarios::run(lab, s, &mut calibrations).await?;
+        for table in &run.tables {
+            println!("{table}");
+        }
         eprintln!("[{}] {} trials", run.scenario, run.trials.len());
         for file in &run.files {
             eprintln!("[{s}] wrote {}", file.display());
         }
         runs.push(run);
     }
+    println!(
+        "summary ({:.1} min in all):",
+        began.elapsed().as_secs_f64() / 60.0
+    );
+    for run in &runs {
+        let (passed, judged) = run.goals.passed();
+        println!(
+            "  {:<16} {passed} of {judged} judged goals PASS",
+            run.scenario
+        );
+    }
     Ok(runs)
 }
 
-async fn serve(addr: SocketAddr, config: ServerConfig) -> Result<(), Box<dyn std::error::Error>> {
-    let server = Server::start(&config, addr).await?;
+/// `overload serve`: calibrates first when the policy names `true`, then
+/// serves until stopped (or until stdin closes, with `--exit-with-stdin`).
+async fn serve(
+    addr: SocketAddr,
+    policy: Policy,
+    config: ServerConfig,
+    exit_with_stdin: bool,
+    quick: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if exit_with_stdin {
+        tokio::spawn(async {
+            use tokio::io::AsyncReadExt;
+            let mut stdin = tokio::io::stdin();
+            let mut buf = [0u8; 64];
+            while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+            std::process::exit(0);
+        });
+    }
+    let resolved = if policy.needs_true_concurrency() {
+        let plan = calibrate::Plan::for_parallelism(config.service.parallelism(), quick);
+        let probe = Server::start(
+            &ServerConfig {
+                policy: ServerPolicy::None,
+                seed: plan.seed,
+                ..config
+            },
+            ([127, 0, 0, 1], 0).into(),
+        )
+        .await?;
+        let control = target::Control::Local(probe.control.clone());
+        let cal = calibrate::run(probe.addr, &control, &plan, &config.service.to_string()).await;
+        probe.stop().await;
+        let cal = cal?;
+        eprintln!("{cal}");
+        policy.resolve(cal.true_concurrency)
+    } else {
+        policy.resolve(0)
+    };
+    let server = Server::start(
+        &ServerConfig {
+            policy: resolved,
+            ..config
+        },
+        addr,
+    )
+    .await?;
     println!("listening on http://{}", server.addr);
     eprintln!(
-        "policy {}, {} workers x {} ms mean service ({:.0} req/s); GET /stats, PUT /admin/slowdown/{{percent}}",
-        config.policy,
-        config.workers,
-        config.service.mean.as_millis(),
-        config.capacity()
+        "policy {policy} ({resolved}), {}; GET /stats, PUT /admin/slowdown/{{percent}}, PUT /admin/seed/{{seed}}",
+        config.service
     );
     server.wait().await?;
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let command = match parse(&args) {
+/// Parses `args`, builds the runtime the command needs and runs it; the
+/// process exit code.
+fn cli(args: &[String], launcher: Launcher) -> u8 {
+    let command = match parse(args, launcher) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
-            return ExitCode::from(2);
+            return 2;
         }
     };
-    let result = match command {
-        Command::Serve { addr, config } => serve(addr, config).await,
-        Command::Lab { scenarios, lab } => run_lab(&lab, &scenarios).await.map(drop),
+    let threads = match &command {
+        Command::Serve { threads, .. } => *threads,
+        Command::Lab { .. } => 0,
     };
+    let runtime = match threads {
+        1 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        0 => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+        n => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build(),
+    };
+    let runtime = match runtime {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot build the runtime: {e}");
+            return 1;
+        }
+    };
+    let result = runtime.block_on(async {
+        match command {
+            Command::Serve {
+                addr,
+                policy,
+                service,
+                seed,
+                exit_with_stdin,
+                quick,
+                ..
+            } => {
+                let config = ServerConfig {
+                    policy: ServerPolicy::None,
+                    service,
+                    seed,
+                };
+                serve(addr, policy, config, exit_with_stdin, quick).await
+            }
+            Command::Lab { scenarios, lab } => run_lab(&lab, &scenarios).await.map(drop),
+        }
+    });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match Launcher::this_binary() {
+        Ok(launcher) => ExitCode::from(cli(&args, launcher)),
+        Err(e) => {
+            eprintln!("error: cannot find this program's path: {e}");
             ExitCode::FAILURE
         }
     }
@@ -212,119 +387,286 @@ async fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{policy::Limit, scenarios::figures};
+
+    /// The name of [`child_entry`] in the test harness.
+    const CHILD_ENTRY: &str = "tests::child_entry";
+
+    /// One lab test at a time: they share the machine's two cores, and the
+    /// CPU-bound scenario pins this whole process.
+    static LAB: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
     }
 
+    fn launcher() -> Launcher {
+        Launcher::test_harness(CHILD_ENTRY).expect("the test binary has a path")
+    }
+
+    /// Not a test: the entry point of the lab's child processes when the
+    /// lab runs under `cargo test` (the harness is then the lab's binary).
+    /// The child's arguments come in `SHED_OVERLOAD_CHILD_ARGS`; without
+    /// them (`cargo test -- --ignored`) there is nothing to run.
+    #[test]
+    #[ignore = "the entry point of the lab's child processes, run by the lab itself"]
+    fn child_entry() {
+        if let Some(args) = process::child_args_from_env() {
+            std::process::exit(i32::from(cli(&args, launcher())));
+        }
+    }
+
     #[test]
     fn serve_flags_parse() {
-        let Ok(Command::Serve { addr, config }) = parse(&args(
-            "serve --addr 127.0.0.1:9 --policy tower --workers 4 --service-ms 10",
-        )) else {
+        let Ok(Command::Serve {
+            addr,
+            policy,
+            service,
+            threads,
+            ..
+        }) = parse(
+            &args("serve --addr 127.0.0.1:9 --policy tower@true --workers 4 --service-ms 10 --threads 1"),
+            launcher(),
+        )
+        else {
             panic!("serve command expected");
         };
         assert_eq!(addr, "127.0.0.1:9".parse().unwrap());
-        assert_eq!((config.policy, config.workers), (Policy::Tower, 4));
-        assert_eq!(config.capacity(), 400.0);
+        assert_eq!(policy, Policy::Tower(Limit::True));
+        assert_eq!(threads, 1);
+        let ServiceSpec::Downstream { workers, time } = service else {
+            panic!("the worker pool expected");
+        };
+        assert_eq!((workers, time.mean), (4, Duration::from_millis(10)));
+        let Ok(Command::Serve { service, .. }) =
+            parse(&args("serve --service cpu --cpu-work-ms 5"), launcher())
+        else {
+            panic!("serve command expected");
+        };
+        assert_eq!(
+            service,
+            ServiceSpec::Cpu {
+                work: Duration::from_millis(5)
+            }
+        );
     }
 
     #[test]
-    fn no_scenario_and_all_both_run_every_scenario() {
+    fn a_service_round_trips_through_the_serve_flags() {
+        for service in [
+            scenarios_cpu_service(),
+            ServiceSpec::Downstream {
+                workers: 3,
+                time: ServiceTime {
+                    mean: Duration::from_micros(12_345),
+                    distribution: Distribution::Constant,
+                },
+            },
+        ] {
+            let mut line = vec!["serve".to_owned()];
+            line.extend(service.serve_args());
+            let Ok(Command::Serve { service: back, .. }) = parse(&line, launcher()) else {
+                panic!("serve command expected");
+            };
+            assert_eq!(back, service);
+        }
+    }
+
+    fn scenarios_cpu_service() -> ServiceSpec {
+        ServiceSpec::Cpu {
+            work: Duration::from_millis(10),
+        }
+    }
+
+    #[test]
+    fn no_scenario_and_all_both_run_every_default_scenario() {
         for line in ["", "all", "all --quick"] {
-            let Ok(Command::Lab { scenarios, .. }) = parse(&args(line)) else {
+            let Ok(Command::Lab { scenarios, lab }) = parse(&args(line), launcher()) else {
                 panic!("{line:?}: lab command expected");
             };
-            assert_eq!(scenarios, Scenario::ALL.to_vec(), "{line:?}");
+            assert_eq!(scenarios, Scenario::DEFAULT.to_vec(), "{line:?}");
+            assert!(lab.policies.is_none());
         }
-        let Ok(Command::Lab { scenarios, .. }) = parse(&args("steady deadline")) else {
+        let Ok(Command::Lab { scenarios, lab }) = parse(
+            &args("steady soak --policies shed,tower@true --soak-secs 30"),
+            launcher(),
+        ) else {
             panic!("lab command expected");
         };
-        assert_eq!(scenarios, [Scenario::Steady, Scenario::Deadline]);
+        assert_eq!(scenarios, [Scenario::Steady, Scenario::Soak]);
+        assert_eq!(
+            lab.policies,
+            Some(vec![Policy::Shed(None), Policy::Tower(Limit::True)])
+        );
+        assert_eq!(lab.soak, Duration::from_secs(30));
     }
 
     #[test]
-    fn unknown_scenario_is_refused() {
-        assert!(parse(&args("bogus")).is_err());
-        assert!(parse(&args("--policies none,nope")).is_err());
+    fn bad_command_lines_are_refused() {
+        for line in [
+            "bogus",
+            "--policies none,nope",
+            "--policies tower",
+            "--workers 0",
+            "--soak-secs 0",
+            "serve steady",
+            "serve --service gpu",
+        ] {
+            assert!(parse(&args(line), launcher()).is_err(), "{line:?}");
+        }
     }
 
     #[tokio::test]
     async fn the_shed_policy_serves_its_engine_stats_at_stats() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
         let config = ServerConfig {
-            policy: Policy::Shed,
-            workers: 3,
-            service: ServiceTime {
-                mean: Duration::from_millis(1),
-                distribution: Distribution::Constant,
+            policy: ServerPolicy::Shed(Some(3)),
+            service: ServiceSpec::Downstream {
+                workers: 3,
+                time: ServiceTime {
+                    mean: Duration::from_millis(1),
+                    distribution: Distribution::Constant,
+                },
             },
+            seed: 1,
         };
         let server = Server::start(&config, ([127, 0, 0, 1], 0).into())
             .await
             .expect("the shed policy starts");
-        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-        stream
-            .write_all(b"GET /stats HTTP/1.1\r\nhost: lab\r\nconnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).await.unwrap();
-        let body = answer.split("\r\n\r\n").nth(1).expect("a body");
-        let json: serde_json::Value = serde_json::from_str(body).expect("JSON");
+        let admin = admin::Admin::new(server.addr);
+        let json = admin.stats_json().await.expect("/stats answers JSON");
         assert_eq!(json["shed"]["limit"], 3);
         assert_eq!(json["shed"]["in_flight"], 0);
+        let sample = admin.sample().await.expect("/stats reads back");
+        assert_eq!(sample.engine.map(|e| e.limit), Some(3));
+        admin.set_slowdown_pct(300).await.expect("slowdown is set");
+        assert_eq!(admin.sample().await.unwrap().slowdown_pct, 300);
         server.stop().await;
     }
 
-    /// The `--quick` lab end to end for every policy: real servers, real
-    /// sockets, every scenario, files written. Asserts that it ran and
-    /// measured, not that goals pass (a debug build on a busy CI machine is no
-    /// place to judge capacity).
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn quick_lab_runs_every_scenario_for_every_policy() {
-        let out_dir =
-            std::env::temp_dir().join(format!("shed-overload-quick-{}", std::process::id()));
-        let lab = Lab {
+    /// Checks what every run must have: trials that measured, goals
+    /// tables, files written.
+    fn assert_ran(run: &scenarios::ScenarioRun, policies: &[Policy]) {
+        for &policy in policies {
+            let trials: Vec<_> = run.trials.iter().filter(|t| t.policy == policy).collect();
+            assert!(!trials.is_empty(), "{} {policy}: no trial", run.scenario);
+            for t in trials {
+                let who = format!("{} {policy} {}", run.scenario, t.spec.label);
+                assert!(!t.records.is_empty(), "{who}: no requests");
+                assert!(t.records.iter().any(|r| r.success), "{who}: no success");
+                assert!(t.server.total().completed > 0, "{who}: no server work");
+                assert!(!t.samples.is_empty(), "{who}: no server samples");
+                if let Some(exit) = &t.child {
+                    assert!(
+                        !exit.panicked(),
+                        "{who}: the server panicked:\n{}",
+                        exit.stderr
+                    );
+                }
+            }
+        }
+        assert_eq!(run.tables.len(), 2, "{}: figures and goals", run.scenario);
+        for file in &run.files {
+            let len = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 0, "{} is missing or empty", file.display());
+        }
+    }
+
+    fn quick_lab(name: &str) -> Lab {
+        Lab {
             workers: WORKERS,
             service: ServiceTime {
                 mean: Duration::from_millis(SERVICE_MS),
                 distribution: Distribution::Exponential,
             },
             quick: true,
-            policies: Policy::ALL.to_vec(),
-            out_dir: out_dir.clone(),
-        };
-        let runs = run_lab(&lab, &Scenario::ALL).await.expect("the lab runs");
-        assert_eq!(runs.len(), Scenario::ALL.len());
-        for run in &runs {
-            for policy in Policy::ALL {
-                let trials: Vec<_> = run.trials.iter().filter(|t| t.policy == policy).collect();
-                assert!(!trials.is_empty(), "{} {policy}: no trial", run.scenario);
-                for t in trials {
-                    assert!(
-                        !t.records.is_empty(),
-                        "{} {policy}: no requests",
-                        run.scenario
-                    );
-                    assert!(
-                        t.records.iter().any(|r| r.success),
-                        "{} {policy}: no success",
-                        run.scenario
-                    );
-                    assert!(
-                        t.server.total().completed > 0,
-                        "{} {policy}: no server work",
-                        run.scenario
-                    );
-                }
-            }
-            for file in &run.files {
-                let len = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
-                assert!(len > 0, "{} is missing or empty", file.display());
-            }
+            policies: None,
+            out_dir: std::env::temp_dir()
+                .join(format!("shed-overload-{name}-{}", std::process::id())),
+            launcher: launcher(),
+            soak: Duration::from_secs(3),
         }
-        let _ = std::fs::remove_dir_all(out_dir);
+    }
+
+    /// The `--quick` lab end to end: a calibration per service, every
+    /// default scenario with real servers on real sockets (the CPU-bound one
+    /// in a child process), files written, and every policy form (`none`,
+    /// `tower@N`, `tower@true`, `shed`, `shed@N`, `shed@true`) somewhere.
+    /// Asserts that it ran and measured, not that goals pass (a debug build
+    /// on a busy CI machine is no place to judge capacity).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn quick_lab_runs_every_default_scenario() {
+        let _one_at_a_time = LAB.lock().await;
+        let mut lab = quick_lab("quick");
+        let mut calibrations = Calibrations::default();
+        // Each scenario with few policies, to stay quick; whether the
+        // policies include one its goals are for. (The CPU-bound server runs
+        // `shed@true`: at a limit of 64 it can serve nothing in a second; the
+        // soak test runs `shed` in a child process.)
+        let plan = [
+            (Scenario::Steady, "shed", true),
+            (Scenario::Isolation, "none", false),
+            (Scenario::Deadline, "tower@true,shed", true),
+            (Scenario::Metastable, "shed", true),
+            (Scenario::UnknownCapacity, "shed@64,tower@64", true),
+            (Scenario::CpuBound, "shed@true", false),
+            (Scenario::CapacityDrop, "shed@true", false),
+        ];
+        assert_eq!(plan.map(|(s, _, _)| s), Scenario::DEFAULT);
+        for (scenario, policies, judged) in plan {
+            let policies = policy::parse_list(policies).unwrap();
+            lab.policies = Some(policies.clone());
+            let run = scenarios::run(&lab, scenario, &mut calibrations)
+                .await
+                .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+            assert_ran(&run, &policies);
+            if matches!(scenario, Scenario::CapacityDrop | Scenario::UnknownCapacity) {
+                let limits = figures::limit_over_time(&run.trials, None);
+                assert!(
+                    policies.iter().all(|p| !matches!(p, Policy::Shed(_))) || !limits.is_empty(),
+                    "{scenario}: no limit sampled"
+                );
+            }
+            assert_eq!(!run.goals.0.is_empty(), judged, "{scenario}: goals");
+        }
+        let _ = std::fs::remove_dir_all(&lab.out_dir);
+    }
+
+    /// A short soak against a child server: its memory and descriptors are
+    /// read, and after the load the server's in flight and queues return to
+    /// 0 (the invariant the soak checks) and it did not panic.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_short_soak_reads_the_child_and_sees_it_drain() {
+        let _one_at_a_time = LAB.lock().await;
+        let lab = quick_lab("soak");
+        let policies = [Policy::Shed(None)];
+        let run = soak::run(&lab, &policies, &mut Calibrations::default())
+            .await
+            .expect("the soak runs");
+        assert_ran(&run, &policies);
+        let goal = |what: &str| {
+            run.goals
+                .0
+                .iter()
+                .find(|g| g.goal.contains(what))
+                .unwrap_or_else(|| panic!("no goal about {what}"))
+        };
+        assert_eq!(goal("back to 0").verdict, goal::Verdict::Pass);
+        assert_eq!(goal("no panic").verdict, goal::Verdict::Pass);
+        // The child's memory and descriptors were read (how many readings
+        // fall in each window of a 3 s soak depends on the machine's speed).
+        let csv = run
+            .files
+            .iter()
+            .find(|f| f.ends_with("soak_resources.csv"))
+            .map(|f| std::fs::read_to_string(f).expect("the resources CSV is readable"))
+            .expect("the soak writes its readings");
+        let readings: Vec<Vec<u64>> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').skip(2).map(|x| x.parse().unwrap()).collect())
+            .collect();
+        assert!(!readings.is_empty(), "no reading of the child");
+        assert!(readings.iter().all(|r| r[0] > 0 && r[1] > 0), "{csv}");
+        let _ = std::fs::remove_dir_all(&lab.out_dir);
     }
 }

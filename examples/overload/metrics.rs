@@ -6,7 +6,7 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use crate::{class::Class, client::LogicalRecord, server::ClassStats};
+use crate::{class::Class, client::LogicalRecord, work::ClassStats};
 
 /// A span of run time, from the run's epoch.
 #[derive(Clone, Copy, Debug)]
@@ -148,7 +148,7 @@ pub fn send_lag_ms<'a>(records: impl IntoIterator<Item = &'a LogicalRecord>) -> 
 }
 
 /// Nearest-rank percentile of sorted values; NaN when empty.
-fn percentile(sorted: &[f64], q: f64) -> f64 {
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }

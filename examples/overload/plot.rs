@@ -1,8 +1,9 @@
-//! SVG line charts with plotters.
+//! SVG line charts with plotters: one chart, or several stacked on one
+//! time axis (goodput above, the shed engine's limit below).
 
 use std::path::Path;
 
-use plotters::prelude::*;
+use plotters::{coord::Shift, prelude::*};
 
 /// One named line.
 pub struct Series {
@@ -10,6 +11,16 @@ pub struct Series {
     pub name: String,
     /// Points in x order.
     pub points: Vec<(f64, f64)>,
+}
+
+/// One chart of a stack.
+pub struct Panel {
+    /// Caption above the chart.
+    pub title: String,
+    /// Label of the y axis.
+    pub y_label: String,
+    /// The lines.
+    pub series: Vec<Series>,
 }
 
 const COLORS: [RGBColor; 6] = [
@@ -27,19 +38,57 @@ pub fn line_chart(
     title: &str,
     x_label: &str,
     y_label: &str,
-    series: &[Series],
+    series: Vec<Series>,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let points = series
+    panels(
+        path,
+        x_label,
+        vec![Panel {
+            title: title.into(),
+            y_label: y_label.into(),
+            series,
+        }],
+    )
+}
+
+/// Draws `panels` stacked vertically, sharing the x range, into an SVG file.
+pub fn panels(
+    path: &Path,
+    x_label: &str,
+    panels: Vec<Panel>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let x_max = panels
+        .iter()
+        .flat_map(|p| &p.series)
+        .flat_map(|s| &s.points)
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .fold(0.0f64, |m, (x, _)| m.max(*x));
+    let height = 500 * panels.len().max(1) as u32;
+    let root = SVGBackend::new(path, (900, height)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let areas = root.split_evenly((panels.len().max(1), 1));
+    for (area, panel) in areas.iter().zip(&panels) {
+        draw(area, panel, x_label, x_max)?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+fn draw(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    panel: &Panel,
+    x_label: &str,
+    x_max: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let finite = |(x, y): &&(f64, f64)| x.is_finite() && y.is_finite();
+    let y_max = panel
+        .series
         .iter()
         .flat_map(|s| s.points.iter())
-        .filter(|(x, y)| x.is_finite() && y.is_finite());
-    let (x_max, y_max) = points.fold((0.0f64, 0.0f64), |(xm, ym), (x, y)| {
-        (xm.max(*x), ym.max(*y))
-    });
-    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
+        .filter(finite)
+        .fold(0.0f64, |m, (_, y)| m.max(*y));
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, ("sans-serif", 20))
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(60)
@@ -47,16 +96,13 @@ pub fn line_chart(
     chart
         .configure_mesh()
         .x_desc(x_label)
-        .y_desc(y_label)
+        .y_desc(&panel.y_label)
         .draw()?;
-    for (i, s) in series.iter().enumerate() {
+    for (i, s) in panel.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         chart
             .draw_series(LineSeries::new(
-                s.points
-                    .iter()
-                    .copied()
-                    .filter(|(x, y)| x.is_finite() && y.is_finite()),
+                s.points.iter().filter(finite).copied(),
                 color.stroke_width(2),
             ))?
             .label(s.name.clone())
@@ -70,6 +116,5 @@ pub fn line_chart(
         .border_style(BLACK)
         .position(SeriesLabelPosition::UpperRight)
         .draw()?;
-    root.present()?;
     Ok(())
 }

@@ -105,11 +105,6 @@ pub fn pct(x: f64, digits: usize) -> String {
     }
 }
 
-/// `PASS` or `MISS`.
-pub fn verdict(ok: bool) -> String {
-    if ok { "PASS" } else { "MISS" }.into()
-}
-
 /// Writes the client-side time series of `trials`, per class and for all
 /// classes, and the downstream samples, as two CSV files.
 pub fn write_time_series(
@@ -119,8 +114,9 @@ pub fn write_time_series(
     bucket: std::time::Duration,
 ) -> io::Result<Vec<std::path::PathBuf>> {
     let mut clients = String::from("scenario,policy,label,t_s,class,offered_per_s,attempts_per_s,goodput_per_s,shed_per_s,timeouts_per_s\n");
-    let mut servers =
-        String::from("scenario,policy,label,t_s,queued,busy,slowdown_pct,work_ms,wasted_work_ms\n");
+    let mut servers = String::from(
+        "scenario,policy,label,t_s,queued,busy,slowdown_pct,work_ms,wasted_work_ms,shed_limit,shed_in_flight,shed_queue_len\n",
+    );
     for trial in trials {
         let horizon = trial.spec.duration() + trial.spec.client.deadline;
         let classes = std::iter::once(None).chain(Class::ALL.map(Some));
@@ -143,9 +139,12 @@ pub fn write_time_series(
         }
         for (t, s) in &trial.samples {
             let total = s.total();
+            let engine = s.engine.map_or(",,".into(), |e| {
+                format!("{},{},{}", e.limit, e.in_flight, e.queue_len)
+            });
             let _ = writeln!(
                 servers,
-                "{scenario},{},{},{t:.2},{},{},{},{},{}",
+                "{scenario},{},{},{t:.2},{},{},{},{},{},{engine}",
                 trial.policy,
                 trial.spec.label,
                 s.queued,

@@ -1,7 +1,7 @@
-//! One trial: a fresh server under one policy, one load shape, the records.
+//! One trial: a fresh server under one policy, one load shape, the records
+//! and the server's state sampled alongside.
 
 use std::{
-    net::{Ipv4Addr, SocketAddr},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -10,7 +10,10 @@ use crate::{
     class::Class,
     client::{ClientConfig, LabClient, LogicalRecord},
     load::{self, Phase},
-    server::{DownstreamStats, Policy, Server, ServerConfig, ServerError},
+    policy::Policy,
+    process::ChildExit,
+    server::ServerSample,
+    target::{Control, Target},
 };
 
 /// What to run: the load shape and how the callers behave.
@@ -58,27 +61,43 @@ impl TrialSpec {
 
 /// What a trial measured.
 pub struct Trial {
-    /// The policy under test.
+    /// The policy under test, as the tables label it.
     pub policy: Policy,
     /// What was run.
     pub spec: TrialSpec,
     /// Every logical request started.
     pub records: Vec<LogicalRecord>,
-    /// Downstream state sampled once per bucket: (seconds from epoch, stats).
-    pub samples: Vec<(f64, DownstreamStats)>,
-    /// Downstream counters when the load and its drain were over.
-    pub server: DownstreamStats,
+    /// Server state sampled once per bucket: (seconds from epoch, state).
+    pub samples: Vec<(f64, ServerSample)>,
+    /// Server counters when the load and its drain were over.
+    pub server: ServerSample,
+    /// A child server's stderr and exit, when the server ran in its own process.
+    pub child: Option<ChildExit>,
 }
 
-/// Starts a server under `policy`, drives it with `spec`, stops it.
+/// Drives `target` (built for `policy`) with `spec`, then stops it.
 pub async fn run(
-    server: ServerConfig,
+    target: Target,
+    policy: Policy,
     spec: TrialSpec,
     bucket: Duration,
-) -> Result<Trial, ServerError> {
-    let policy = server.policy;
-    let server = Server::start(&server, SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
-    let client = LabClient::new(server.addr, spec.client);
+) -> Result<Trial, String> {
+    let trial = drive(&target, policy, spec, bucket).await;
+    let child = target.stop().await;
+    let mut trial = trial?;
+    trial.child = child;
+    Ok(trial)
+}
+
+/// Drives `target` (built for `policy`) with `spec` and leaves it running.
+pub async fn drive(
+    target: &Target,
+    policy: Policy,
+    spec: TrialSpec,
+    bucket: Duration,
+) -> Result<Trial, String> {
+    let control = target.control();
+    let client = LabClient::new(target.addr(), spec.client);
     let phases: Arc<[Phase]> = spec.phases.clone().into();
     let drain = spec.client.deadline + Duration::from_millis(500);
     let epoch = Instant::now();
@@ -98,14 +117,10 @@ pub async fn run(
             ))
         })
         .collect();
-    let knob = tokio::spawn(drive_capacity(
-        Arc::clone(&server.downstream),
-        Arc::clone(&phases),
-        epoch,
-    ));
+    let knob = tokio::spawn(drive_capacity(control.clone(), Arc::clone(&phases), epoch));
     let samples = Arc::new(Mutex::new(Vec::new()));
     let sampler = tokio::spawn(sample(
-        Arc::clone(&server.downstream),
+        control.clone(),
         epoch,
         bucket,
         spec.duration() + drain,
@@ -117,50 +132,63 @@ pub async fn run(
         records.extend(generator.await.unwrap_or_default());
     }
     records.sort_by_key(|r| r.start);
-    let _ = knob.await;
+    let knob = knob.await.unwrap_or_else(|e| Err(e.to_string()));
     sampler.abort();
-    let stats = server.downstream.snapshot();
-    server.stop().await;
+    let server = control
+        .sample()
+        .await
+        .map_err(|e| format!("final /stats: {e}"))?;
+    knob.map_err(|e| format!("setting the slowdown: {e}"))?;
     let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|e| e.into_inner()));
     Ok(Trial {
         policy,
         spec,
         records,
         samples,
-        server: stats,
+        server,
+        child: None,
     })
 }
 
-/// Sets the downstream's slowdown at the start of each phase.
+/// Sets the service's slowdown at the start of each phase, and back to
+/// normal at the end.
 async fn drive_capacity(
-    downstream: Arc<crate::server::Downstream>,
+    control: Control,
     phases: Arc<[Phase]>,
     epoch: Instant,
-) {
+) -> Result<(), String> {
     let mut at = epoch;
+    let mut current = 100;
     for phase in phases.iter() {
         tokio::time::sleep_until(at.into()).await;
-        downstream.set_slowdown_pct(phase.slowdown_pct);
+        if phase.slowdown_pct != current {
+            control.set_slowdown_pct(phase.slowdown_pct).await?;
+            current = phase.slowdown_pct;
+        }
         at += phase.duration;
     }
     tokio::time::sleep_until(at.into()).await;
-    downstream.set_slowdown_pct(100);
+    if current != 100 {
+        control.set_slowdown_pct(100).await?;
+    }
+    Ok(())
 }
 
-/// Samples the downstream once per `every`, for at most `span`.
+/// Samples the server once per `every`, for at most `span`; a sample that
+/// cannot be read is left out.
 async fn sample(
-    downstream: Arc<crate::server::Downstream>,
+    control: Control,
     epoch: Instant,
     every: Duration,
     span: Duration,
-    into: Arc<Mutex<Vec<(f64, DownstreamStats)>>>,
+    into: Arc<Mutex<Vec<(f64, ServerSample)>>>,
 ) {
     let ticks = (span.as_secs_f64() / every.as_secs_f64()).ceil() as u32;
     for i in 0..=ticks {
         tokio::time::sleep_until((epoch + every * i).into()).await;
-        let t = epoch.elapsed().as_secs_f64();
-        into.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((t, downstream.snapshot()));
+        if let Ok(s) = control.sample().await {
+            let t = epoch.elapsed().as_secs_f64();
+            into.lock().unwrap_or_else(|e| e.into_inner()).push((t, s));
+        }
     }
 }

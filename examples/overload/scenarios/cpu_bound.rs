@@ -1,0 +1,68 @@
+//! `cpu-bound`: the steps and goals of `unknown-capacity` against a server
+//! whose work is CPU (see `cpu.rs`: about 10 ms per request in 1 ms slices,
+//! no worker pool), in its own process pinned to one core with a runtime of
+//! one thread, while the lab (the load generator) is pinned to another.
+//!
+//! "True concurrency" is measured the same way as for the worker pool: the
+//! smallest closed-loop concurrency reaching 97% of the peak. On one core
+//! that is 1 or 2 (a second request overlaps the first one's network and
+//! client time); beyond it requests only share the core and each takes
+//! longer. Wasted work is CPU time spent on requests whose caller got
+//! nothing: dropped before the end (the caller hung up or timed out, or shed
+//! cut it at its deadline) or finished after their deadline. The p99 goal is
+//! 3x the no-load p99, not 1.5x: constant work queues visibly.
+
+use std::time::Duration;
+
+use super::{Lab, Setup};
+use crate::{
+    process::{allowed_cpus, pin_self},
+    server::ServiceSpec,
+    target::Placement,
+};
+
+/// About 10 ms of CPU per request.
+pub const SERVICE: ServiceSpec = ServiceSpec::Cpu {
+    work: Duration::from_millis(10),
+};
+
+/// The server in its own process on the first CPU, one runtime thread;
+/// this process pinned to the second. Without two CPUs or `taskset`, the
+/// processes are not pinned and the table says so.
+pub fn setup(lab: &Lab) -> Setup {
+    let cpus = allowed_cpus();
+    let mut notes = Vec::new();
+    let (cpu, pinned) = match cpus.as_slice() {
+        [server, generator, ..] => match pin_self(*generator) {
+            Ok(p) => {
+                notes.push(format!(
+                    "the server runs in its own process pinned to CPU {server} (one runtime thread); \
+                     the load generator (the lab's process) is pinned to CPU {generator}"
+                ));
+                (Some(*server), Some(p))
+            }
+            Err(e) => {
+                notes.push(format!(
+                    "NOT PINNED ({e}): server and generator share the CPUs"
+                ));
+                (None, None)
+            }
+        },
+        _ => {
+            notes.push(format!(
+                "NOT PINNED: this process may use {} CPU(s), fewer than 2",
+                cpus.len()
+            ));
+            (None, None)
+        }
+    };
+    Setup {
+        placement: Placement::Child {
+            launcher: lab.launcher.clone(),
+            cpu,
+            threads: 1,
+        },
+        notes,
+        pinned,
+    }
+}
