@@ -6,7 +6,7 @@
 
 use std::{
     net::SocketAddr,
-    time::{Duration, Instant},
+    time::{Duration, Instant, SystemTime},
 };
 
 use bytes::Bytes;
@@ -16,7 +16,7 @@ use hyper_util::{
     client::legacy::{connect::HttpConnector, Client},
     rt::TokioExecutor,
 };
-use shed::core::wire::{ATTEMPT_HEADER, GRPC_TIMEOUT_HEADER};
+use shed::core::wire::{self, ATTEMPT_HEADER, GRPC_TIMEOUT_HEADER};
 
 use crate::class::Class;
 
@@ -211,19 +211,25 @@ impl LabClient {
         give_up: Duration,
     ) -> (AttemptResult, Option<Duration>) {
         let request = Request::get(self.uris[class.index()].clone())
-            .header(GRPC_TIMEOUT_HEADER, format!("{}m", timeout.as_millis()))
+            .header(
+                GRPC_TIMEOUT_HEADER,
+                wire::format_grpc_timeout(timeout).as_str(),
+            )
             .header(ATTEMPT_HEADER, n)
             .body(Empty::new())
             .expect("static parts form a valid request");
         let exchange = async {
             let response = self.http.request(request).await.map_err(|_| ())?;
             let status = response.status();
+            // Read as shed's own client reads it: seconds or an HTTP-date.
             let retry_after = response
                 .headers()
                 .get(RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok())
-                .map(Duration::from_secs);
+                .and_then(|v| wire::retry_after(v.as_bytes(), SystemTime::now()))
+                .map(|delay| match delay {
+                    wire::Delay::After(delay) => delay,
+                    wire::Delay::TooLong => Duration::from_secs(86_400),
+                });
             response.into_body().collect().await.map_err(|_| ())?;
             Ok::<_, ()>((status, retry_after))
         };
