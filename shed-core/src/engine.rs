@@ -398,10 +398,14 @@ impl Engine {
         let mut locked = self.lock();
         let level = self.controller.level();
         self.drain_shed(&mut locked, level);
-        if self.slots.over_limit() || !self.grant_next(&mut locked, level, now) {
+        let handed_off = !self.slots.over_limit() && self.grant_next(&mut locked, level, now);
+        if !handed_off {
             self.slots.give_back_locked();
         }
         locked.unlock();
+        if handed_off && self.estimator.is_some() {
+            self.sampler.record_handed_off();
+        }
     }
 
     /// Hands a held slot to the most important live waiter, refusing expired

@@ -16,82 +16,86 @@
 //! K = X_saturated * B
 //! ```
 //!
-//! and the limit is kept just above it: `L = max(K, D * B * (1 + e))`, where
-//! `D` is the smoothed delivery rate while the limit binds and `e` a headroom
-//! between `e_lo` and `e_hi` that grows while hold times stay flat (room to
-//! grow) and shrinks while they inflate with throughput at its peak (as brpc's
-//! explore ratio does).
+//! and the limit is kept just above it: `L = max(K * (1 + e_lo), D * B * (1 + e))`,
+//! where `D` is the smoothed delivery rate while the service is kept full and
+//! `e` a headroom between `e_lo` and `e_hi` that grows while hold times stay
+//! flat (room to grow) and shrinks while they inflate with throughput at its
+//! peak (as brpc's explore ratio does). Below the knee `D * B` is the limit
+//! itself, so the second term grows it by `e` per round until hold times
+//! inflate; above the knee it is `K`.
 //!
-//! # Learning the baseline without trusting a stale one
+//! # Only rounds that kept the service full
+//!
+//! Throughput says something about the service only while arrivals keep it
+//! full: a round counts when the limit bound and nearly every released slot
+//! went straight to a waiting request (*fed*). Below that, throughput is the
+//! arrival rate, and the limit is left alone (a quiet service keeps its
+//! limit; nothing drifts for lack of load).
+//!
+//! # Slow start
+//!
+//! From a small initial limit, the limit doubles each round while the
+//! throughput of fed rounds doubles with it, and leaves when it grows by
+//! less than a quarter (past the knee, as BBR's startup ends once bandwidth
+//! stops growing) or when hold times inflate. At tiny limits, where rounds
+//! are too small to compare, it doubles blindly. Its hold times are no clean
+//! baseline: a short round leaves out the permits still held when it ends,
+//! the longest ones.
+//!
+//! # Probes: the baseline and the knee, measured where they are clean
 //!
 //! A baseline measured above the knee is inflated, and one measured before
 //! the service slowed down is too low; both are the anchors' known failure
-//! modes (a drifting or poisoned `rtt_noload`). So the baseline is only
-//! learned where it is known to be clean:
+//! modes (a drifting or poisoned `rtt_noload`). So the baseline and the knee
+//! are only learned by a *probe*: cut the limit (by half; by a quarter while
+//! no clean baseline was ever measured) and measure the permits admitted
+//! after the cut (an epoch, so older work draining does not count).
 //!
-//! - in *slow start*, doubling the limit from a small initial value while
-//!   hold times stay flat;
-//! - by a *probe*: halve the limit and measure the permits admitted after
-//!   the cut (an epoch, so older work draining does not count). While
-//!   throughput holds at half the concurrency, the knee is lower still:
-//!   halve again. Once throughput falls, the probe stands below the knee:
-//!   its hold time is the clean baseline, and `K = X_before * B`.
+//! - Throughput held, hold times flat: the probe stands at the knee, and
+//!   `K = X * hold` there.
+//! - Throughput held, hold times still inflated: work queued inside; cut
+//!   again. The throughput measured is the saturated one, pooled with the
+//!   one before.
+//! - Throughput fell: the probe stands below the knee, its hold time is the
+//!   clean baseline, and `K = L_probe * X_before / X_probe`, no higher than
+//!   the limit the probe cut from.
+//!
+//! One probe's knee is off by a tenth or more, so probes that agree are
+//! averaged; one that disagrees replaces the belief when there was evidence
+//! of a change, and only nudges it on a periodic refresh. Baseline and knee
+//! are judged apart: a service three times slower keeps its knee.
 //!
 //! Probes run when hold times inflate well past the baseline for two rounds
 //! (a queue inside, or a service that got slower: the probe tells which),
-//! when callers abandon permits (censored samples), when hold times fall well
-//! below the baseline (a faster service), and every `refresh` rounds. A
-//! service that got three times slower but still runs `K` requests at once
-//! keeps its limit: the probe finds throughput falling at `K / 2` and the knee
-//! `X * B` where both were measured after the change. The limit never drops
-//! below the knee the last probe measured, except by a new probe; so a noisy
-//! baseline cannot walk the limit down.
+//! when they fall well below it for two rounds (a faster service), and as a
+//! *refresh*: soon after the first knee is found, then at doubling intervals
+//! up to `refresh_rounds`, each refining the knee; a refresh puts the limit
+//! back where it stood, moved as much as the knee moved. A service that got
+//! three times slower but still runs `K` requests at once keeps its limit:
+//! the probe finds throughput falling at `K / 2` and the knee where it was.
+//! The limit never drops below the knee the probes measured, except by a new
+//! probe; so a noisy baseline cannot walk the limit down.
+//!
+//! # Censored permits
+//!
+//! Permits cut at a deadline or abandoned by their caller are lower bounds
+//! whose work may go on downstream: a round where more than
+//! `censored_share` of them were censored cuts the limit by half that share
+//! (as AIMD cuts on drops) and forgets the knee floor until rounds are clean.
 //!
 //! # Rounds
 //!
 //! Decisions are taken per *round*: enough released permits to be worth a
-//! decision (64, or fewer in slow start), spanning at least two mean hold
+//! decision (64, or fewer at small limits), spanning at least two mean hold
 //! times. A round that has not filled within `max_round` gives up without a
-//! decision, so a quiet service keeps its limit. A round only counts while
-//! the limit *binds* (some arrival found every slot taken): a limit nobody
-//! reaches says nothing about the service.
+//! decision, so a quiet service keeps its limit.
 
 use std::time::Duration;
 
-/// What the engine measured over one controller interval.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct IntervalSamples {
-    /// Length of the interval, in nanoseconds.
-    pub(crate) elapsed: u64,
-    /// Arrivals that found no free slot (the limit was binding).
-    pub(crate) blocked: u64,
-    /// Permits given back, whenever they were admitted.
-    pub(crate) released: u64,
-    /// Permits given back that were admitted in the current epoch.
-    pub(crate) samples: u64,
-    /// Their total hold time, nanoseconds.
-    pub(crate) hold: u64,
-    /// Of those, the ones that completed (not cut at a deadline nor
-    /// abandoned by their caller).
-    pub(crate) completed: u64,
-    /// The completed ones' total hold time, nanoseconds.
-    pub(crate) completed_hold: u64,
-    /// Of those, the censored ones: cut at a deadline or abandoned.
-    pub(crate) censored: u64,
-}
+mod measures;
 
-impl IntervalSamples {
-    fn add(&mut self, other: &IntervalSamples) {
-        self.elapsed = self.elapsed.saturating_add(other.elapsed);
-        self.blocked = self.blocked.saturating_add(other.blocked);
-        self.released = self.released.saturating_add(other.released);
-        self.samples = self.samples.saturating_add(other.samples);
-        self.hold = self.hold.saturating_add(other.hold);
-        self.completed = self.completed.saturating_add(other.completed);
-        self.completed_hold = self.completed_hold.saturating_add(other.completed_hold);
-        self.censored = self.censored.saturating_add(other.censored);
-    }
-}
+pub(crate) use measures::IntervalSamples;
+use measures::{mean, Signal, Streak, Throughput};
 
 /// The algorithm's settings, validated by the builder.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -117,30 +121,38 @@ pub(crate) struct Settings {
 /// of nearly every service; a larger initial limit is probed down first,
 /// since a baseline measured above the knee would be inflated.
 const SLOW_START_MAX: u32 = 8;
-/// Fewest released permits a slow-start round decides on: slow start only
-/// asks whether hold times stayed flat, and two inflated rounds in a row are
-/// needed to leave it.
+/// Fewest released permits a slow-start round decides on: at tiny limits
+/// slow start doubles blindly (see [`RELIABLE_SAMPLES`]).
 const SLOW_START_SAMPLES: u64 = 8;
 /// Fewest released permits any other round decides on (at small limits,
 /// where the full count would take seconds to gather).
 const ROUND_SAMPLES_AT_LEAST: u64 = 16;
-/// Fewest released permits whose hold times are judged (inflated, faster).
+/// Fewest released permits whose hold times are judged (inflated, faster),
+/// or whose throughput slow start compares.
 const RELIABLE_SAMPLES: u64 = 32;
 /// How much the smoothed delivery rate moves towards each round's rate.
 const DELIVERY_WEIGHT: f64 = 0.1;
 /// How much the headroom moves per round, between its bounds.
 const HEADROOM_STEP: f64 = 0.02;
+/// Rounds from the first knee found to the first refresh probe.
+const FIRST_REFRESH: u32 = 8;
 /// A probe's throughput at or above this share of the throughput before it
-/// means the cut cost nothing: the knee lies lower still. A probe cuts to at
-/// most half, so the share falls to at most about 0.5 when the probe stands
-/// below the knee; over a probe round of 128 permits throughput varies by
-/// about 9%, so 0.75 tells the two apart (a false "held" only costs one more
-/// cut; a false "fell" would set the knee too high).
+/// means the cut cost nothing: the knee lies no higher. Below the knee the
+/// share is the probe's limit over the knee. A false "held" only costs one
+/// more cut, which lands below the knee; a false "fell" sets the knee too
+/// high. The throughput of a round of 64 to 128 permits varies by 9 to 13%,
+/// and a ratio of two by about half again: 0.75 keeps false "fell" rare.
 const THROUGHPUT_HELD: f64 = 0.75;
+/// A probe whose throughput held with hold times at most this share over
+/// the clean baseline stands at the knee: nothing waits inside, and the
+/// concurrency it measured is all the service runs at once (at 1.2 times the
+/// knee, hold times are 1.2 times the baseline).
+const AT_THE_KNEE: f64 = 1.1;
 /// Hold times below this share of the baseline mean the service got faster.
 const FASTER: f64 = 0.75;
-/// Two baselines (or knees) within this ratio of each other are averaged;
-/// further apart, the newer replaces the older.
+/// Two knees (or baselines) within this ratio of each other agree and are
+/// averaged; further apart, the newer replaces the older after evidence of
+/// a change, and nudges it on a refresh.
 const CONSISTENT: (f64, f64) = (0.7, 1.4);
 /// A new epoch is settled once its own permits make up this share of all
 /// released ones in an interval: the permits admitted under the old limit
@@ -149,14 +161,23 @@ const CONSISTENT: (f64, f64) = (0.7, 1.4);
 const SETTLED_SHARE: f64 = 0.9;
 /// The same in slow start.
 const SETTLED_SHARE_SLOW_START: f64 = 0.75;
-/// How far a refresh probe moves the knee and the baseline towards what it
-/// measured: one probe's measurement varies by a tenth or more.
+/// The least weight a new probe's knee and baseline get in the running
+/// average of those that agree (and the weight of a refresh that does not):
+/// one probe's measurement varies by a tenth or more.
 const REFRESH_WEIGHT: f64 = 0.25;
-/// A probe with a clean baseline cuts the limit to this share of the knee
-/// Little's law suggests, so that it lands below the knee.
-const PROBE_BELOW: f64 = 0.5;
-/// Rounds of inflation in a row that call for a probe.
-const HOT_ROUNDS: u32 = 2;
+/// The share of released permits handed straight to a waiter above which a
+/// round counts as fed: the service was kept full. At 90% of a service's
+/// capacity about 60% are, under overload nearly all.
+const FED_SHARE: f64 = 0.9;
+/// In slow start, a fed round whose throughput grew by less than this over
+/// the last one (at half the limit) has passed the knee.
+const SLOW_START_GROWTH: f64 = 1.25;
+/// The smoothed delivery rate counts as this many rounds' worth of released
+/// permits when a refresh probe is held against it (its weight is 0.1).
+const SMOOTHED_WEIGHT: u64 = 10;
+/// Rounds in a row with inflated (or fallen) hold times that call for a
+/// probe.
+const SIGNAL_ROUNDS: u32 = 2;
 
 /// Where the algorithm stands.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -165,8 +186,13 @@ enum Phase {
     SlowStart,
     /// Tracking the knee.
     Steady,
-    /// The limit was halved; `before` is the delivery rate it was cut from.
-    Probing { before: f64, cause: Cause },
+    /// The limit was cut from `from`; `before` is the throughput with the
+    /// service saturated, pooled over every round known to be.
+    Probing {
+        before: Throughput,
+        from: f64,
+        cause: Cause,
+    },
 }
 
 /// Why a probe runs.
@@ -222,11 +248,17 @@ pub(crate) struct Estimator {
     /// Whether the current epoch's samples are still skipped (see
     /// [`SETTLED_SHARE`]).
     settling: bool,
-    hot_rounds: u32,
+    streak: Streak,
     rounds_since_probe: u32,
+    /// Rounds between refresh probes: doubling up to `refresh_rounds`.
+    refresh_after: u32,
+    /// Probes in a row whose knees agreed, averaged into the belief.
+    agreeing: u32,
     probes: u64,
     /// Completed hold time and count over the slow-start rounds.
     slow_start_pool: (u64, u64),
+    /// The throughput of the last slow-start round that doubled the limit.
+    slow_start_rate: Option<f64>,
 }
 
 impl Estimator {
@@ -248,10 +280,13 @@ impl Estimator {
             round: IntervalSamples::default(),
             // The engine starts empty: its first completions are short ones.
             settling: true,
-            hot_rounds: 0,
+            streak: Streak::default(),
             rounds_since_probe: 0,
+            refresh_after: FIRST_REFRESH.min(settings.refresh_rounds),
+            agreeing: 0,
             probes: 0,
             slow_start_pool: (0, 0),
+            slow_start_rate: None,
             settings,
         }
     }
@@ -337,7 +372,16 @@ impl Estimator {
             Phase::Steady => (8 * limit).clamp(ROUND_SAMPLES_AT_LEAST, full),
             // A probe's round sets the baseline and the knee for a long
             // while: twice the full count, fewer only at tiny limits.
-            Phase::Probing { .. } => (16 * limit).clamp(full, 2 * full),
+            Phase::Probing {
+                cause: Cause::Evidence,
+                ..
+            } => (16 * limit).clamp(full, 2 * full),
+            // A refresh is not urgent: it measures as precisely as a probe
+            // may.
+            Phase::Probing {
+                cause: Cause::Refresh,
+                ..
+            } => 2 * full,
         }
     }
 
@@ -353,22 +397,53 @@ impl Estimator {
         };
         let censored = round.censored as f64 / round.samples as f64;
 
-        if let Phase::Probing { before, cause } = self.phase {
-            // The probe's own permits: older work draining says nothing of it.
-            let rate = round.samples as f64 / seconds;
-            return self.probe_measured(before, cause, rate, completed_hold);
+        let fed = round.handed_off as f64 >= FED_SHARE * round.released as f64;
+        if let Phase::Probing {
+            before,
+            from,
+            cause,
+        } = self.phase
+        {
+            if !fed {
+                // The load fell away during the probe: its throughput says
+                // nothing about the service. Back to where it was.
+                return self.abandon_probe(from);
+            }
+            // The round began once the older permits had drained, and the
+            // service was kept full: every release counts its throughput.
+            return self.probe_measured(before, cause, Throughput::of(round), completed_hold);
         }
 
         let baseline = *self.baseline.get_or_insert(completed_hold);
         // Small rounds (slow start at a tiny limit) are too noisy to judge
         // hold times by: a mean of 8 exponential samples is off by a third.
-        let reliable = round.samples >= RELIABLE_SAMPLES;
+        // So is a slow-start baseline pooled from fewer.
+        let reliable = round.samples >= RELIABLE_SAMPLES
+            && (self.phase != Phase::SlowStart || self.slow_start_pool.1 >= RELIABLE_SAMPLES);
         let faster = reliable && completed_hold < FASTER * baseline;
         if round.blocked == 0 {
             // The limit did not bind: nothing to learn about the knee, but a
             // faster service shows in any round.
             if faster {
                 self.baseline = Some((baseline + completed_hold) / 2.0);
+            }
+            return false;
+        }
+        if censored > self.settings.censored_share {
+            return self.back_off(censored);
+        }
+        if !fed {
+            // The limit bound at times, but arrivals did not keep the
+            // service full: throughput is the arrival rate, and says nothing
+            // of the knee. Slow start may still double while hold times stay
+            // flat; nothing else is learnt or changed.
+            let flat = !reliable || hold <= self.settings.inflation * baseline;
+            if self.phase == Phase::SlowStart && flat {
+                // What the service delivered is at most its throughput at
+                // this limit: a fair floor for the next round to beat.
+                self.slow_start_rate =
+                    (round.released >= RELIABLE_SAMPLES).then_some(released_rate);
+                return self.double();
             }
             return false;
         }
@@ -379,36 +454,61 @@ impl Estimator {
         self.delivery = Some(delivery);
         self.rounds_since_probe = self.rounds_since_probe.saturating_add(1);
 
-        if censored > self.settings.censored_share {
-            return self.back_off(censored);
+        if self.phase == Phase::SlowStart {
+            // Below the knee, twice the limit kept full is twice the
+            // throughput; past it, throughput stays flat. This holds however
+            // inflated the first rounds' hold times were (a service whose
+            // knee lies below the initial limit), as BBR's startup ends
+            // once bandwidth stops growing.
+            // Rates of fewer permits are too noisy to compare: at tiny
+            // limits slow start doubles blindly.
+            let counted = round.released >= RELIABLE_SAMPLES;
+            let grew = !counted
+                || self
+                    .slow_start_rate
+                    .is_none_or(|last| released_rate >= SLOW_START_GROWTH * last);
+            if !grew {
+                return self.start_probe(Throughput::of(round), Cause::Evidence);
+            }
+            self.slow_start_rate = counted.then_some(released_rate);
         }
         if !self.clean && self.phase != Phase::SlowStart {
-            return self.start_probe(released_rate, Cause::Evidence);
+            return self.start_probe(Throughput::of(round), Cause::Evidence);
         }
-        if faster && self.phase == Phase::Steady {
-            return self.start_probe(released_rate, Cause::Evidence);
-        }
-        if reliable && hold > self.settings.inflation * baseline {
-            // Slow start doubles: an inflated round there is no noise. In
-            // steady state one round may be; two in a row are not.
-            self.hot_rounds += 1;
-            if self.hot_rounds >= HOT_ROUNDS || self.phase == Phase::SlowStart {
-                return self.start_probe(released_rate, Cause::Evidence);
+        // One round may mislead (the first after a new limit reads short,
+        // since its longest permits are still held when it ends); two in a
+        // row do not. Slow start doubles: an inflated round there is no
+        // noise. The probe is held against the streak's throughput (a round
+        // that straddles a slowdown reads high; the knee found is bounded
+        // by the limit the probe cuts from).
+        let signal = if faster && self.phase == Phase::Steady {
+            Some(Signal::Faster)
+        } else if reliable && hold > self.settings.inflation * baseline {
+            Some(Signal::Inflated)
+        } else {
+            None
+        };
+        if let Some(signal) = signal {
+            let rounds = self.streak.extend(signal, round);
+            if rounds >= SIGNAL_ROUNDS || self.phase == Phase::SlowStart {
+                return self.start_probe(self.streak.throughput, Cause::Evidence);
             }
             return false;
         }
-        self.hot_rounds = 0;
+        self.streak = Streak::default();
         if self.phase == Phase::SlowStart {
-            // Every slow-start round is below the knee so far: pool them all.
-            self.clean = true;
+            // Every slow-start round is below the knee so far: pool them
+            // all. The pool tells a flat round from an inflated one, but it
+            // is no clean baseline: a short round's epoch leaves out the
+            // permits still held when it ends, the longest ones, so it reads
+            // low (by a quarter for exponential hold times). The probe that
+            // ends slow start measures the clean one.
             self.slow_start_pool.0 = self.slow_start_pool.0.saturating_add(round.completed_hold);
             self.slow_start_pool.1 = self.slow_start_pool.1.saturating_add(round.completed);
             self.baseline = Some(mean(self.slow_start_pool.0, self.slow_start_pool.1))
                 .filter(|b| *b > 0.0)
                 .or(Some(baseline));
-            self.limit *= 2.0;
-            self.restart_round();
-            return true;
+            return self.double();
         }
         let (low, high) = self.settings.headroom;
         // brpc's explore ratio: more headroom while hold times are flat (room
@@ -422,10 +522,17 @@ impl Estimator {
         } else {
             (self.headroom - HEADROOM_STEP).max(low)
         };
-        if self.rounds_since_probe >= self.settings.refresh_rounds {
+        if self.rounds_since_probe >= self.refresh_after {
+            // The first refreshes come soon, each measuring the knee again
+            // (see knee_found); then they space out to `refresh_rounds`.
+            self.refresh_after = self
+                .refresh_after
+                .saturating_mul(2)
+                .min(self.settings.refresh_rounds);
             // Nothing changed that the rounds could see: the smoothed
             // delivery rate is the throughput to hold the probe against.
-            return self.start_probe(delivery, Cause::Refresh);
+            let smoothed = Throughput::assumed(delivery, SMOOTHED_WEIGHT * round.released);
+            return self.start_probe(smoothed, Cause::Refresh);
         }
         if let Some(knee) = self.last_knee.filter(|knee| self.limit < *knee) {
             // Clean again after backing off: straight back to the knee.
@@ -435,8 +542,23 @@ impl Estimator {
             return true;
         }
         let target = delivery * baseline / 1e9 * (1.0 + self.headroom);
-        self.limit = target.max(self.knee.unwrap_or(0.0));
+        self.limit = target.max(self.knee.map_or(0.0, |knee| knee * (1.0 + low)));
         false
+    }
+
+    /// Slow start: twice the limit, measured once its epoch settles.
+    fn double(&mut self) -> bool {
+        self.limit *= 2.0;
+        self.restart_round();
+        true
+    }
+
+    /// Ends a probe that could not be judged, at the limit it cut from.
+    fn abandon_probe(&mut self, from: f64) -> bool {
+        self.phase = Phase::Steady;
+        self.limit = from;
+        self.restart_round();
+        true
     }
 
     /// Callers abandon permits (or deadlines cut them): their hold times
@@ -452,7 +574,7 @@ impl Estimator {
             self.phase = Phase::Steady;
         }
         self.headroom = self.settings.headroom.0;
-        self.hot_rounds = 0;
+        self.streak = Streak::default();
         self.limit = (self.limit * (1.0 - censored / 2.0)).max(f64::from(self.settings.min));
         self.restart_round();
         true
@@ -465,54 +587,130 @@ impl Estimator {
     /// at once and the knee is found in one round. If throughput held, work
     /// was queueing inside, and the next cut goes straight below the knee
     /// Little's law suggests with the clean baseline, `before * baseline`.
-    fn start_probe(&mut self, before: f64, cause: Cause) -> bool {
+    fn start_probe(&mut self, before: Throughput, cause: Cause) -> bool {
         let divisor = if self.clean { 2.0 } else { 4.0 };
         let target = self.limit / divisor;
         self.cut_for_probe(before, cause, target)
     }
 
-    fn cut_for_probe(&mut self, before: f64, cause: Cause, target: f64) -> bool {
-        self.phase = Phase::Probing { before, cause };
+    fn cut_for_probe(&mut self, before: Throughput, cause: Cause, target: f64) -> bool {
+        let from = match self.phase {
+            Phase::Probing { from, .. } => from,
+            _ => self.limit,
+        };
+        self.phase = Phase::Probing {
+            before,
+            from,
+            cause,
+        };
         self.probes += 1;
         self.limit = target.max(f64::from(self.settings.min));
-        self.hot_rounds = 0;
+        self.streak = Streak::default();
         self.rounds_since_probe = 0;
         self.restart_round();
         true
     }
 
     /// A probe round ended: throughput held (halve again) or fell (the knee).
-    fn probe_measured(&mut self, before: f64, cause: Cause, rate: f64, hold: f64) -> bool {
+    fn probe_measured(
+        &mut self,
+        before: Throughput,
+        cause: Cause,
+        measured: Throughput,
+        hold: f64,
+    ) -> bool {
         let at_floor = self.limit() <= self.settings.min;
-        if rate >= THROUGHPUT_HELD * before && !at_floor {
-            let before = before.max(rate);
-            let half = self.limit / 2.0;
-            let target = match self.baseline.filter(|_| self.clean) {
-                Some(baseline) => (PROBE_BELOW * before * baseline / 1e9).min(half),
-                None => half / 2.0,
-            };
-            return self.cut_for_probe(before, cause, target);
+        let rate = measured.rate();
+        let held = rate >= THROUGHPUT_HELD * before.rate();
+        // Where throughput held, the probe measured the same saturated
+        // throughput again: pool it.
+        let saturated = before.pooled(measured);
+        let flat = self
+            .baseline
+            .filter(|_| self.clean)
+            .is_some_and(|baseline| hold <= AT_THE_KNEE * baseline);
+        if held && flat && !at_floor {
+            // Throughput held with nothing waiting inside: the probe stands
+            // at the knee. Little's law there gives it directly.
+            return self.knee_found(cause, rate * hold / 1e9, hold, saturated.rate());
         }
-        let knee = before * hold / 1e9;
+        if held && !at_floor {
+            // Throughput held, and work queued inside: the knee lies lower.
+            // Halve again, or quarter while no clean baseline was ever
+            // measured (the limit may be far above the knee). A cut guided
+            // by the baseline would go far too low when the baseline is
+            // stale because the service slowed down.
+            let divisor = if self.clean { 2.0 } else { 4.0 };
+            return self.cut_for_probe(saturated, cause, self.limit / divisor);
+        }
+        // Little's law at the probe, which stood below the knee with the
+        // service kept full: the concurrency of the knee is the probe's
+        // limit scaled by how much more throughput there was before it.
+        // That throughput was measured at the limit the probe cut from, so
+        // the knee lies no higher (a service that stalls during the probe
+        // would otherwise read as a huge knee).
+        let from = match self.phase {
+            Phase::Probing { from, .. } => from,
+            _ => self.limit,
+        };
+        let knee = (self.limit * before.rate() / rate).min(from);
+        self.knee_found(cause, knee, hold, before.rate())
+    }
+
+    /// A probe measured the knee and the clean baseline: steady from here.
+    fn knee_found(&mut self, cause: Cause, knee: f64, hold: f64, before: f64) -> bool {
         let (baseline, old_knee) = (self.baseline.filter(|_| self.clean), self.knee);
-        match cause {
-            Cause::Evidence => {
-                self.baseline = Some(consistent(baseline, hold));
-                self.knee = Some(consistent(old_knee, knee));
-            }
-            Cause::Refresh => {
-                let blend = |old: f64, new: f64| old + REFRESH_WEIGHT * (new - old);
-                self.baseline = Some(baseline.map_or(hold, |b| blend(b, hold)));
-                self.knee = Some(old_knee.map_or(knee, |k| blend(k, knee)));
-            }
-        }
+        // One probe's knee is off by a tenth or more: probes that agree are
+        // averaged (a running mean, then an average that keeps moving). One
+        // that disagrees replaces the belief when there was evidence of a
+        // change, and only nudges it on a periodic refresh, where a much
+        // lower knee is more likely noise than news.
+        let agrees =
+            old_knee.is_some_and(|old| (CONSISTENT.0..CONSISTENT.1).contains(&(knee / old)));
+        let weight = if agrees {
+            self.agreeing = self.agreeing.saturating_add(1);
+            (1.0 / f64::from(self.agreeing)).max(REFRESH_WEIGHT)
+        } else if cause == Cause::Refresh && old_knee.is_some() {
+            REFRESH_WEIGHT
+        } else {
+            self.agreeing = 1;
+            1.0
+        };
+        let blend = |old: Option<f64>, new: f64| old.map_or(new, |old| old + weight * (new - old));
+        let new_knee = blend(old_knee, knee);
+        self.knee = Some(new_knee);
+        // The baseline is judged on its own: a service three times slower
+        // keeps its knee, not its hold times.
+        let baseline_agrees =
+            baseline.is_some_and(|old| (CONSISTENT.0..CONSISTENT.1).contains(&(hold / old)));
+        self.baseline = Some(match baseline {
+            Some(old) if baseline_agrees => old + weight * (hold - old),
+            Some(old) if cause == Cause::Refresh => old + REFRESH_WEIGHT * (hold - old),
+            _ => hold,
+        });
         self.last_knee = None;
         self.clean = true;
-        self.delivery = Some(before);
-        self.headroom = self.settings.headroom.0;
+        // The saturated throughput that goes with them (Little's law): the
+        // one measured before the probe may have straddled a slowdown.
+        let baseline = self.baseline.unwrap_or(hold);
+        self.delivery = Some(if baseline > 0.0 {
+            new_knee * 1e9 / baseline
+        } else {
+            before
+        });
+        let floor = new_knee * (1.0 + self.settings.headroom.0);
+        self.limit = match (cause, self.phase, old_knee) {
+            // A refresh only refines the knee: the limit goes back to where
+            // it stood, moved as much as the knee moved.
+            (Cause::Refresh, Phase::Probing { from, .. }, Some(old)) => {
+                (from * new_knee / old).max(floor)
+            }
+            _ => {
+                self.headroom = self.settings.headroom.0;
+                floor
+            }
+        };
         self.phase = Phase::Steady;
-        let knee = self.knee.unwrap_or(knee);
-        self.limit = knee * (1.0 + self.headroom);
         self.restart_round();
         true
     }
@@ -521,23 +719,6 @@ impl Estimator {
     fn restart_round(&mut self) {
         self.round = IntervalSamples::default();
         self.settling = true;
-    }
-}
-
-/// `total / count` as a float; zero when nothing was counted.
-fn mean(total: u64, count: u64) -> f64 {
-    if count == 0 {
-        0.0
-    } else {
-        total as f64 / count as f64
-    }
-}
-
-/// The average of an old and a new estimate when they agree, else the new one.
-fn consistent(old: Option<f64>, new: f64) -> f64 {
-    match old {
-        Some(old) if (CONSISTENT.0..CONSISTENT.1).contains(&(new / old)) => (old + new) / 2.0,
-        _ => new,
     }
 }
 

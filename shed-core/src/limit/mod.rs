@@ -153,8 +153,10 @@ impl AdaptiveLimit {
         self
     }
 
-    /// Decisions between unprompted probes that re-measure the baseline.
-    /// Default 300; at least 10.
+    /// The most rounds (decisions) between unprompted probes that measure
+    /// the knee and the baseline again. The first comes 8 rounds after the
+    /// first knee is found, and the spacing doubles up to this. Default 300;
+    /// at least 10.
     pub fn refresh_rounds(mut self, rounds: u32) -> Self {
         self.refresh_rounds = rounds;
         self

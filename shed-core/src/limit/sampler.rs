@@ -34,6 +34,7 @@ pub(crate) struct Sampler {
     epoch: AtomicU32,
     blocked: AtomicU64,
     released: AtomicU64,
+    handed_off: AtomicU64,
     samples: AtomicU64,
     hold: AtomicU64,
     completed: AtomicU64,
@@ -56,6 +57,11 @@ impl Sampler {
     /// An arrival found every slot taken.
     pub(crate) fn record_blocked(&self) {
         self.blocked.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A released slot went straight to a waiting request.
+    pub(crate) fn record_handed_off(&self) {
+        self.handed_off.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A permit admitted in `epoch` came back after `hold` nanoseconds.
@@ -85,6 +91,7 @@ impl Sampler {
             elapsed,
             blocked: take(&self.blocked),
             released: take(&self.released),
+            handed_off: take(&self.handed_off),
             samples: take(&self.samples),
             hold: take(&self.hold),
             completed: take(&self.completed),

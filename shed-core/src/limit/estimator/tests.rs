@@ -1,8 +1,10 @@
 //! The algorithm alone, against a deterministic model of a service: `workers`
 //! requests served at once in arrival order (the rest wait inside, out of the
 //! shedder's sight), work that is not cancellable, arrivals at a steady rate,
-//! and a limit at the door that refuses what it cannot admit. Every 100 ms
-//! the model hands the estimator what the engine would have measured.
+//! and a limit at the door, with a short queue in front of it (one limit
+//! deep) that hands released slots to waiting requests and refuses what it
+//! cannot hold. Every 100 ms the model hands the estimator what the engine
+//! would have measured.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -41,6 +43,8 @@ struct Job {
     admitted: u64,
     epoch: u32,
     holds_permit: bool,
+    /// Its caller gave up (while it waited at the door, or while served).
+    gone: bool,
 }
 
 struct Model {
@@ -59,7 +63,10 @@ struct Model {
     epoch: u32,
     in_flight: u32,
     busy: usize,
+    /// Jobs waiting for a worker, inside the service.
     waiting: VecDeque<usize>,
+    /// Jobs waiting for a slot, at the door.
+    door: VecDeque<usize>,
     jobs: Vec<Job>,
     /// (done at, job) for jobs on a worker, and (hang-up at, job).
     done: BinaryHeap<Reverse<(u64, usize)>>,
@@ -88,6 +95,7 @@ impl Model {
             in_flight: 0,
             busy: 0,
             waiting: VecDeque::new(),
+            door: VecDeque::new(),
             jobs: Vec::new(),
             done: BinaryHeap::new(),
             hang_ups: BinaryHeap::new(),
@@ -154,24 +162,49 @@ impl Model {
     }
 
     fn arrive(&mut self) {
-        if self.in_flight >= self.limit() {
-            self.samples.blocked += 1;
-            return;
-        }
-        self.in_flight += 1;
         let job = self.jobs.len();
         self.jobs.push(Job {
-            admitted: self.now,
-            epoch: self.epoch,
-            holds_permit: true,
+            admitted: 0,
+            epoch: 0,
+            holds_permit: false,
+            gone: false,
         });
         if let Some(patience) = self.patience {
             self.hang_ups.push(Reverse((self.now + patience, job)));
         }
-        if self.busy < self.workers {
+        if self.in_flight < self.limit() && self.door.is_empty() {
+            self.admit(job);
+            return;
+        }
+        self.samples.blocked += 1;
+        if self.door.len() < self.limit() as usize {
+            self.door.push_back(job);
+        }
+    }
+
+    fn admit(&mut self, job: usize) {
+        self.in_flight += 1;
+        let record = &mut self.jobs[job];
+        record.admitted = self.now;
+        record.epoch = self.epoch;
+        record.holds_permit = true;
+        if self.busy < self.workers && self.waiting.is_empty() {
             self.start(job);
         } else {
             self.waiting.push_back(job);
+        }
+    }
+
+    /// A slot came back: the next live request at the door takes it.
+    fn hand_off(&mut self) {
+        while self.in_flight < self.limit() {
+            let Some(job) = self.door.pop_front() else {
+                return;
+            };
+            if !self.jobs[job].gone {
+                self.samples.handed_off += 1;
+                self.admit(job);
+            }
         }
     }
 
@@ -196,16 +229,19 @@ impl Model {
             } else if next == done {
                 let Reverse((_, job)) = self.done.pop().expect("a job");
                 self.busy -= 1;
-                if self.jobs[job].holds_permit {
-                    self.release(job, true);
-                }
                 if let Some(next_job) = self.waiting.pop_front() {
                     self.start(next_job);
                 }
+                if self.jobs[job].holds_permit {
+                    self.release(job, true);
+                    self.hand_off();
+                }
             } else if next == hang_up {
                 let Reverse((_, job)) = self.hang_ups.pop().expect("a job");
+                self.jobs[job].gone = true;
                 if self.jobs[job].holds_permit {
                     self.release(job, false); // the work goes on as a ghost
+                    self.hand_off();
                 }
             } else {
                 self.next_arrival += 1e9 / self.rate;
@@ -221,6 +257,7 @@ impl Model {
             if change.new_epoch {
                 self.epoch += 1;
             }
+            self.hand_off(); // a raised limit goes to the door at once
         }
         self.trace.push(self.limit());
         self.probing
@@ -232,11 +269,29 @@ impl Model {
 /// The exponential generator's seed: fixed, so every run is the same;
 /// `SHED_MODEL_SEED` tries another realization of the same service.
 fn seed() -> u64 {
-    std::env::var("SHED_MODEL_SEED")
+    let seed: u64 = std::env::var("SHED_MODEL_SEED")
         .ok()
         .and_then(|seed| seed.parse().ok())
-        .filter(|seed| *seed != 0) // xorshift stays at zero
-        .unwrap_or(0x5EED)
+        .unwrap_or(0x5EED);
+    // One splitmix64 step: xorshift's first outputs from a small seed are
+    // small and correlated.
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)).max(1) // xorshift stays at zero
+}
+
+impl Model {
+    /// The limit outside probes (a probe halves it on purpose, for a round):
+    /// the last one the trace shows.
+    fn settled_limit(&self) -> u32 {
+        self.trace
+            .iter()
+            .zip(&self.probing)
+            .rev()
+            .find(|(_, probing)| !**probing)
+            .map_or(self.estimator.settings.initial, |(limit, _)| *limit)
+    }
 }
 
 /// Whether `limit` is within a factor of 1.5 of `knee`.
@@ -250,7 +305,7 @@ fn from_8x_too_high_the_limit_is_within_1_5x_of_the_knee_within_20_intervals() {
     for work in [Work::Constant(20 * MS), Work::Exponential(20 * MS)] {
         let mut model = Model::overloaded(64, 8, work);
         model.run(20);
-        assert!(within_1_5x(model.limit(), 8), "{:?}", model.trace);
+        assert!(within_1_5x(model.settled_limit(), 8), "{:?}", model.trace);
     }
 }
 
@@ -259,7 +314,7 @@ fn from_the_minimum_the_limit_is_within_1_5x_of_the_knee_within_20_intervals() {
     for work in [Work::Constant(20 * MS), Work::Exponential(20 * MS)] {
         let mut model = Model::overloaded(1, 8, work);
         model.run(20);
-        assert!(within_1_5x(model.limit(), 8), "{:?}", model.trace);
+        assert!(within_1_5x(model.settled_limit(), 8), "{:?}", model.trace);
     }
 }
 
@@ -269,7 +324,7 @@ fn from_the_minimum_a_service_32_times_larger_is_reached_within_40_intervals() {
     // epoch settles, two intervals), it does not creep.
     let mut model = Model::overloaded(1, 256, Work::Constant(20 * MS));
     model.run(40);
-    assert!(within_1_5x(model.limit(), 256), "{:?}", model.trace);
+    assert!(within_1_5x(model.settled_limit(), 256), "{:?}", model.trace);
 }
 
 #[test]
@@ -280,7 +335,7 @@ fn at_steady_load_for_1000_intervals_the_limit_stays_within_20_percent() {
         model.trace.clear();
         model.probing.clear();
         model.run(1_000);
-        let mut steady: Vec<u32> = model
+        let steady: Vec<u32> = model
             .trace
             .iter()
             .zip(&model.probing)
@@ -294,15 +349,15 @@ fn at_steady_load_for_1000_intervals_the_limit_stays_within_20_percent() {
         let half = steady.len() / 2;
         let (first, last) = (mean(&steady[..half]), mean(&steady[half..]));
         assert!((last / first - 1.0).abs() < 0.1, "{first} -> {last}");
-        steady.sort_unstable();
-        let median = f64::from(steady[steady.len() / 2]);
-        let (low, high) = (0.8 * median, 1.2 * median);
+        // Stable: every limit outside the probes within 20% of the average.
+        let average = mean(&steady);
+        let (low, high) = (0.8 * average, 1.2 * average);
         assert!(
             steady.iter().all(|l| (low..=high).contains(&f64::from(*l))),
-            "median {median}: {:?}",
+            "average {average}: {:?}",
             model.trace
         );
-        assert!(within_1_5x(median as u32, 8));
+        assert!(within_1_5x(average.round() as u32, 8));
     }
 }
 
@@ -319,7 +374,7 @@ fn after_an_overload_that_pinned_it_to_the_floor_it_recovers_within_20_intervals
     model.slowdown = 100;
     model.patience = None;
     model.run(20);
-    assert!(within_1_5x(model.limit(), 8), "{:?}", model.trace);
+    assert!(within_1_5x(model.settled_limit(), 8), "{:?}", model.trace);
 }
 
 #[test]
@@ -333,7 +388,7 @@ fn at_5_requests_per_second_it_keeps_its_limit() {
 fn censored_samples_lower_it() {
     let mut model = Model::overloaded(8, 8, Work::Exponential(20 * MS));
     model.run(50);
-    let settled = model.limit();
+    let settled = model.settled_limit();
     // Callers now give up after 30 ms: a fifth of the permits come back
     // early, censored, while their work goes on as ghosts.
     model.patience = Some(30 * MS);
@@ -376,7 +431,11 @@ fn a_tripled_service_time_with_unchanged_concurrency_keeps_it_within_1_5x_of_8()
 fn a_service_with_one_worker_gets_a_limit_of_one_or_two() {
     let mut model = Model::overloaded(8, 1, Work::Constant(10 * MS));
     model.run(40);
-    assert!((1..=2).contains(&model.limit()), "{:?}", model.trace);
+    assert!(
+        (1..=2).contains(&model.settled_limit()),
+        "{:?}",
+        model.trace
+    );
 }
 
 #[test]
@@ -386,7 +445,7 @@ fn more_workers_are_found_and_used() {
     model.workers = 16;
     model.rate *= 2.0;
     model.run(60);
-    assert!(within_1_5x(model.limit(), 16), "{:?}", model.trace);
+    assert!(within_1_5x(model.settled_limit(), 16), "{:?}", model.trace);
 }
 
 #[test]
@@ -399,7 +458,7 @@ fn the_limit_never_leaves_its_bounds() {
     model.run(100);
     assert!(model.trace.iter().all(|l| (4..=12).contains(l)));
     assert_eq!(
-        model.limit(),
+        model.settled_limit(),
         12,
         "64 workers: the limit sits at its maximum"
     );

@@ -1,0 +1,120 @@
+//! What the algorithm reads: one interval's samples, a throughput that can
+//! be pooled, and streaks of rounds that said the same thing.
+
+/// What the engine measured over one controller interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct IntervalSamples {
+    /// Length of the interval, in nanoseconds.
+    pub(crate) elapsed: u64,
+    /// Arrivals that found no free slot (the limit was binding).
+    pub(crate) blocked: u64,
+    /// Permits given back, whenever they were admitted.
+    pub(crate) released: u64,
+    /// Of those, the ones whose slot went straight to a waiting request:
+    /// while nearly all do, the service is kept full and its throughput is
+    /// its capacity at this limit, not the arrival rate.
+    pub(crate) handed_off: u64,
+    /// Permits given back that were admitted in the current epoch.
+    pub(crate) samples: u64,
+    /// Their total hold time, nanoseconds.
+    pub(crate) hold: u64,
+    /// Of those, the ones that completed (not cut at a deadline nor
+    /// abandoned by their caller).
+    pub(crate) completed: u64,
+    /// The completed ones' total hold time, nanoseconds.
+    pub(crate) completed_hold: u64,
+    /// Of those, the censored ones: cut at a deadline or abandoned.
+    pub(crate) censored: u64,
+}
+
+impl IntervalSamples {
+    pub(super) fn add(&mut self, other: &IntervalSamples) {
+        self.elapsed = self.elapsed.saturating_add(other.elapsed);
+        self.blocked = self.blocked.saturating_add(other.blocked);
+        self.released = self.released.saturating_add(other.released);
+        self.handed_off = self.handed_off.saturating_add(other.handed_off);
+        self.samples = self.samples.saturating_add(other.samples);
+        self.hold = self.hold.saturating_add(other.hold);
+        self.completed = self.completed.saturating_add(other.completed);
+        self.completed_hold = self.completed_hold.saturating_add(other.completed_hold);
+        self.censored = self.censored.saturating_add(other.censored);
+    }
+}
+
+/// A throughput and how many released permits it was measured over, so
+/// that measurements of the same thing can be pooled.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct Throughput {
+    released: u64,
+    elapsed: u64,
+}
+
+impl Throughput {
+    pub(super) fn of(round: &IntervalSamples) -> Throughput {
+        Throughput {
+            released: round.released,
+            elapsed: round.elapsed,
+        }
+    }
+
+    /// A rate known only as a number, weighted as `released` permits.
+    pub(super) fn assumed(rate: f64, released: u64) -> Throughput {
+        Throughput {
+            released,
+            elapsed: (released as f64 / rate.max(f64::MIN_POSITIVE) * 1e9) as u64,
+        }
+    }
+
+    pub(super) fn pooled(self, other: Throughput) -> Throughput {
+        Throughput {
+            released: self.released.saturating_add(other.released),
+            elapsed: self.elapsed.saturating_add(other.elapsed),
+        }
+    }
+
+    /// Permits per second.
+    pub(super) fn rate(self) -> f64 {
+        self.released as f64 / (self.elapsed.max(1) as f64 / 1e9)
+    }
+}
+
+/// What a round's hold times said, when they said something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Signal {
+    /// Well above the baseline: work queues inside, or the service slowed.
+    Inflated,
+    /// Well below it: the service got faster.
+    Faster,
+}
+
+/// Rounds in a row that gave the same signal, and their throughput.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct Streak {
+    signal: Option<Signal>,
+    rounds: u32,
+    pub(super) throughput: Throughput,
+}
+
+impl Streak {
+    /// Adds a round that gave `signal`; returns the rounds in the streak.
+    pub(super) fn extend(&mut self, signal: Signal, round: &IntervalSamples) -> u32 {
+        if self.signal != Some(signal) {
+            *self = Streak {
+                signal: Some(signal),
+                ..Streak::default()
+            };
+        }
+        self.rounds += 1;
+        self.throughput = self.throughput.pooled(Throughput::of(round));
+        self.rounds
+    }
+}
+
+/// `total / count` as a float; zero when nothing was counted.
+pub(super) fn mean(total: u64, count: u64) -> f64 {
+    if count == 0 {
+        0.0
+    } else {
+        total as f64 / count as f64
+    }
+}
