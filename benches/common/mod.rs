@@ -88,20 +88,20 @@ pub fn shed_arrival() -> Arrival {
 }
 
 /// An engine whose admission level is above zero, reached the way production
-/// reaches it: both slots of limit 2 held by critical requests, batch requests
-/// queued; after 10 ms one holder finishes and hands its slot to the first
-/// batch waiter, whose 10 ms wait is over the 5 ms target and over one slot
-/// time (10 ms of service / 2 slots); then the 100 ms interval ends and the
-/// controller raises the level. (The holders are of another rank than the
-/// waiters, so the batch rank's only samples are its queue waits, whether the
-/// controller judges sojourn per rank or over all ranks.)
+/// reaches it: both slots of limit 2 held by critical requests, twelve batch
+/// requests queued; after 20 ms both holders finish and hand their slots to
+/// the first batch waiters, which finish 1 ms after each grant, until eight
+/// batch waiters have been granted after waits of 20 to 23 ms: over the 5 ms
+/// target, and enough waits for the batch rank to be judged. Then the 100 ms interval ends and the controller
+/// raises the level. (The holders are of another rank than the waiters, so
+/// the batch rank's only samples are its queue waits.)
 ///
 /// Returns the engine, and what must stay alive for the state to hold.
 pub fn overloaded() -> (Shedder, Overload) {
     let clock = ManualClock::new();
     let shedder = Shedder::builder()
         .limit(2)
-        .queue_capacity(8)
+        .queue_capacity(16)
         .clock(ChargedManualClock(clock.clone()))
         .build()
         .expect("valid config");
@@ -112,19 +112,24 @@ pub fn overloaded() -> (Shedder, Overload) {
         })
         .collect();
     let batch = Arrival::new(Class::Batch);
-    let mut waiters: Vec<Waiter> = (0..4)
+    let mut waiters: Vec<Waiter> = (0..12)
         .map(|_| match shedder.admit(&batch) {
             Admission::Queued(waiter) => waiter,
             other => panic!("a busy engine queues, got {other:?}"),
         })
         .collect();
-    clock.advance(Duration::from_millis(10));
-    drop(held.pop());
     let waker = noop_waker();
     let mut cx = Context::from_waker(&waker);
-    match pin!(waiters.remove(0)).poll(&mut cx) {
-        Poll::Ready(Ok(permit)) => held.push(permit),
-        other => panic!("the first waiter is granted the slot, got {other:?}"),
+    clock.advance(Duration::from_millis(20));
+    for _ in 0..4 {
+        held.clear(); // both slots come back and go to the next two waiters
+        for _ in 0..2 {
+            match pin!(waiters.remove(0)).poll(&mut cx) {
+                Poll::Ready(Ok(permit)) => held.push(permit),
+                other => panic!("the first waiter is granted a slot, got {other:?}"),
+            }
+        }
+        clock.advance(Duration::from_millis(1));
     }
     // The interval ends; the next door decision closes it and raises the level.
     clock.advance(Duration::from_millis(100));

@@ -6,7 +6,9 @@
 //! a standing queue and the service admits more than it can serve, whatever
 //! its CPU says. Judging the ranks together would hide a standing queue of
 //! batch work behind the short waits of critical requests, which jump ahead
-//! of it. The response is DAGOR's: raise the admission level over (rank,
+//! of it. A rank judged needs enough waits for its shortest to mean
+//! something; a rank with few carries its waits into the next interval. The
+//! response is DAGOR's: raise the admission level over (rank,
 //! cohort) positions by just enough to shed a share of the work that came in
 //! the last interval, least important positions first; when an interval is
 //! healthy, give positions back in steps that double while health lasts.
@@ -54,6 +56,10 @@ pub(crate) struct Controller {
     min_sojourn: [AtomicU64; Rank::COUNT],
     recent_sojourn: AtomicU64,
     passed: [AtomicU64; Rank::COUNT],
+    /// Per rank, the requests that left the queue after waiting.
+    waits: [AtomicU64; Rank::COUNT],
+    /// Per rank, what is carried over until it has passed enough requests.
+    carried: [Carried; Rank::COUNT],
     service: ServiceTimes,
     healthy_streak: AtomicU32,
     cohort_period: AtomicU64,
@@ -68,6 +74,8 @@ impl Controller {
             min_sojourn: [const { AtomicU64::new(NO_SAMPLE) }; Rank::COUNT],
             recent_sojourn: AtomicU64::new(NO_SAMPLE),
             passed: Default::default(),
+            waits: Default::default(),
+            carried: Default::default(),
             service: ServiceTimes::new(),
             healthy_streak: AtomicU32::new(0),
             cohort_period: AtomicU64::new(current_hour()),
@@ -91,7 +99,6 @@ impl Controller {
         self.passed[rank.index()].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A request left the queue after waiting `sojourn` nanoseconds.
     /// A request of `rank` took a slot without waiting: its rank's queue was
     /// empty, so it has no standing queue this interval. One relaxed load on
     /// the fast path; a store only once per rank and interval.
@@ -102,8 +109,11 @@ impl Controller {
         }
     }
 
+    /// A request of `rank` left the queue after waiting `sojourn`
+    /// nanoseconds.
     pub(crate) fn record_sojourn(&self, rank: Rank, sojourn: u64) {
         self.min_sojourn[rank.index()].fetch_min(sojourn, Ordering::Relaxed);
+        self.waits[rank.index()].fetch_add(1, Ordering::Relaxed);
     }
 
     /// A request finished after holding its slot `service` nanoseconds; may
@@ -180,6 +190,44 @@ impl Controller {
         })
     }
 
+    /// The standing queue of an interval: the largest of the shortest waits
+    /// of the ranks still admitted (`NO_SAMPLE` if no rank is judged).
+    ///
+    /// A rank the level sheds whole is being emptied anyway; its waits say
+    /// nothing about the ranks above it, and counting them would cut into
+    /// the next rank for nothing. A rank one of whose requests took a slot
+    /// without waiting has no standing queue. Otherwise, a rank whose waits
+    /// number fewer than [`RANK_SAMPLES_AT_LEAST`] carries its shortest wait
+    /// and their count into the next interval instead of being judged.
+    fn standing_queue(
+        &self,
+        mins: &[u64; Rank::COUNT],
+        waits: &[u64; Rank::COUNT],
+        first_admitted: Rank,
+    ) -> u64 {
+        let mut worst = NO_SAMPLE;
+        for rank in 0..Rank::COUNT {
+            let carried = &self.carried[rank];
+            if rank < first_admitted.index() {
+                carried.reset();
+                continue;
+            }
+            let (min, count) = carried.add(mins[rank], waits[rank]);
+            if min != 0 && count < RANK_SAMPLES_AT_LEAST {
+                continue;
+            }
+            carried.reset();
+            if min != NO_SAMPLE {
+                worst = if worst == NO_SAMPLE {
+                    min
+                } else {
+                    worst.max(min)
+                };
+            }
+        }
+        worst
+    }
+
     /// Closes the interval: judges its queue delays and moves the level.
     /// Returns the interval's length in nanoseconds. Call it holding a
     /// [`Claim`].
@@ -198,25 +246,28 @@ impl Controller {
         config: &Config,
     ) -> u64 {
         let elapsed = now.saturating_sub(self.last_update.swap(now, Ordering::Relaxed));
-        // The worst standing queue: the largest of the shortest waits of the
-        // ranks still admitted. A rank the level sheds whole is being emptied
-        // anyway; its waits say nothing about the ranks above it, and
-        // counting them would cut into the next rank for nothing.
+        // Idleness wins: after so long without a single event, any sojourn
+        // measured or carried is from before the silence and says nothing
+        // about now.
+        let idle = elapsed >= config.interval.saturating_mul(IDLE_INTERVALS_TO_RESET);
+        if idle {
+            self.carried.iter().for_each(Carried::reset);
+        }
         let (first_admitted, _) = self.level().boundary();
-        let min_sojourn = self
+        let mins = self
             .min_sojourn
-            .iter()
-            .enumerate()
-            .map(|(rank, min)| (rank, min.swap(NO_SAMPLE, Ordering::Relaxed)))
-            .filter(|(rank, min)| *rank >= first_admitted.index() && *min != NO_SAMPLE)
-            .map(|(_, min)| min)
-            .max()
-            .unwrap_or(NO_SAMPLE);
-        self.recent_sojourn.store(min_sojourn, Ordering::Relaxed);
+            .each_ref()
+            .map(|min| min.swap(NO_SAMPLE, Ordering::Relaxed));
+        let waits = self
+            .waits
+            .each_ref()
+            .map(|count| count.swap(0, Ordering::Relaxed));
         let passed = self
             .passed
             .each_ref()
             .map(|count| count.swap(0, Ordering::Relaxed));
+        let min_sojourn = self.standing_queue(&mins, &waits, first_admitted);
+        self.recent_sojourn.store(min_sojourn, Ordering::Relaxed);
         self.service.close_interval();
         self.cohort_period.store(current_hour(), Ordering::Relaxed);
 
@@ -232,9 +283,7 @@ impl Controller {
         let hang_up_wave =
             hang_ups >= HANG_UPS_AT_LEAST && hang_ups as f64 >= HANG_UP_WAVE * arrivals as f64;
         let overloaded = standing_queue || hang_up_wave;
-        // Idleness wins: after so long without a single event, any sojourn
-        // measured is from before the silence and says nothing about now.
-        let next = if elapsed >= config.interval.saturating_mul(IDLE_INTERVALS_TO_RESET) {
+        let next = if idle {
             Level::NONE
         } else if overloaded {
             self.healthy_streak.store(0, Ordering::Relaxed);
@@ -246,6 +295,40 @@ impl Controller {
         };
         self.level.store(u32::from(next.get()), Ordering::Relaxed);
         elapsed
+    }
+}
+
+/// A rank's shortest wait and count of waits, carried over intervals until
+/// there are enough to judge. Only the thread holding the [`Claim`] touches
+/// it.
+#[derive(Debug)]
+struct Carried {
+    min: AtomicU64,
+    waits: AtomicU64,
+}
+
+impl Default for Carried {
+    fn default() -> Carried {
+        Carried {
+            min: AtomicU64::new(NO_SAMPLE),
+            waits: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Carried {
+    /// Adds an interval's shortest wait and count; returns the totals.
+    fn add(&self, min: u64, waits: u64) -> (u64, u64) {
+        let min = self.min.load(Ordering::Relaxed).min(min);
+        let waits = self.waits.load(Ordering::Relaxed).saturating_add(waits);
+        self.min.store(min, Ordering::Relaxed);
+        self.waits.store(waits, Ordering::Relaxed);
+        (min, waits)
+    }
+
+    fn reset(&self) {
+        self.min.store(NO_SAMPLE, Ordering::Relaxed);
+        self.waits.store(0, Ordering::Relaxed);
     }
 }
 
@@ -262,6 +345,12 @@ impl Drop for Claim<'_> {
         self.boundary.store(self.next, Ordering::Release);
     }
 }
+
+/// Fewest waits a rank must have had for its shortest to be judged: the
+/// shortest of one or two waits is mostly noise (and longer than the
+/// shortest of many). A rank with fewer is judged over as many intervals as
+/// it takes.
+const RANK_SAMPLES_AT_LEAST: u64 = 8;
 
 /// Raises the level past enough positions to shed `share` of the work that
 /// passed the level in the last interval.

@@ -114,11 +114,13 @@ fn the_level_changes_only_when_a_request_or_completion_crosses_the_interval_boun
 
 #[test]
 fn completions_can_close_an_interval_early() {
-    let mut queue = StandingQueue::new(Shedder::builder().interval_completions(3));
-    queue.serve_one();
-    queue.serve_one();
+    // Eight waits are the fewest a rank is judged on.
+    let mut queue = StandingQueue::new(Shedder::builder().interval_completions(8));
+    for _ in 0..7 {
+        queue.serve_one();
+    }
     assert_eq!(queue.shedder.level(), Level::NONE);
-    queue.serve_one(); // the third completion, at 30 ms of a 100 ms interval
+    queue.serve_one(); // the eighth completion, at 80 ms of a 100 ms interval
     assert!(queue.shedder.level() > Level::NONE);
 }
 
@@ -272,4 +274,28 @@ fn a_wave_of_callers_hanging_up_raises_the_level_like_a_standing_queue() {
         rank, BATCH,
         "4 of 40 batch callers hung up: batch is cut into"
     );
+}
+
+#[test]
+fn a_rank_with_few_waits_is_judged_once_it_has_eight() {
+    // Every interval, one batch request waits 20 ms for the one slot (held
+    // by a critical request that never waits): a long wait, but the shortest
+    // of one says little. The eighth interval's wait makes eight.
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
+    let mut levels = Vec::new();
+    for _ in 0..8 {
+        let held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+        let mut waiter = queued(shedder.admit(&batch()));
+        clock.advance(ms(20));
+        drop(held);
+        let served = ready(&mut waiter).unwrap();
+        clock.advance(ms(1));
+        drop(served);
+        clock.advance(ms(79));
+        // The next event closes the interval.
+        drop(shedder.try_admit(&Arrival::new(Class::Critical)));
+        levels.push(shedder.level());
+    }
+    assert!(levels[..7].iter().all(|level| *level == Level::NONE), "{levels:?}");
+    assert!(levels[7] > Level::NONE, "{levels:?}");
 }
