@@ -296,6 +296,9 @@ fn a_rank_with_few_waits_is_judged_once_it_has_eight() {
         drop(shedder.try_admit(&Arrival::new(Class::Critical)));
         levels.push(shedder.level());
     }
-    assert!(levels[..7].iter().all(|level| *level == Level::NONE), "{levels:?}");
+    assert!(
+        levels[..7].iter().all(|level| *level == Level::NONE),
+        "{levels:?}"
+    );
     assert!(levels[7] > Level::NONE, "{levels:?}");
 }

@@ -435,16 +435,10 @@ impl Estimator {
         if !fed {
             // The limit bound at times, but arrivals did not keep the
             // service full: throughput is the arrival rate, and says nothing
-            // of the knee. Slow start may still double while hold times stay
-            // flat; nothing else is learnt or changed.
-            let flat = !reliable || hold <= self.settings.inflation * baseline;
-            if self.phase == Phase::SlowStart && flat {
-                // What the service delivered is at most its throughput at
-                // this limit: a fair floor for the next round to beat.
-                self.slow_start_rate =
-                    (round.released >= RELIABLE_SAMPLES).then_some(released_rate);
-                return self.double();
-            }
+            // of the knee. Nothing is learnt or changed, not even in slow
+            // start: a limit raised where nobody can tell the knee from the
+            // arrival rate only moves the queue inside the service once the
+            // load grows. (Bursts wait at the door meanwhile.)
             return false;
         }
         let delivery = match self.delivery {
