@@ -88,12 +88,14 @@ pub fn shed_arrival() -> Arrival {
 }
 
 /// An engine whose admission level is above zero, reached the way production
-/// reaches it: both slots of limit 2 held by critical requests, twelve batch
-/// requests queued; after 20 ms both holders finish and hand their slots to
-/// the first batch waiters, which finish 1 ms after each grant, until eight
-/// batch waiters have been granted after waits of 20 to 23 ms: over the 5 ms
-/// target, and enough waits for the batch rank to be judged. Then the 100 ms interval ends and the controller
-/// raises the level. (The holders are of another rank than the waiters, so
+/// reaches it: both slots of limit 2 held by critical requests, sixteen
+/// batch requests queued and sixty more refused for a full queue (more
+/// offered in the interval than two slots drain); after 20 ms both holders
+/// finish and hand their slots to the first batch waiters, which finish 1 ms
+/// after each grant, until eight batch waiters have been granted after waits
+/// of 20 to 23 ms: over the 5 ms target, and enough waits for the batch rank
+/// to be judged. Then the 100 ms interval ends and the controller raises the
+/// level. (The holders are of another rank than the waiters, so
 /// the batch rank's only samples are its queue waits.)
 ///
 /// Returns the engine, and what must stay alive for the state to hold.
@@ -112,12 +114,20 @@ pub fn overloaded() -> (Shedder, Overload) {
         })
         .collect();
     let batch = Arrival::new(Class::Batch);
-    let mut waiters: Vec<Waiter> = (0..12)
+    let mut waiters: Vec<Waiter> = (0..16)
         .map(|_| match shedder.admit(&batch) {
             Admission::Queued(waiter) => waiter,
             other => panic!("a busy engine queues, got {other:?}"),
         })
         .collect();
+    for _ in 0..60 {
+        match shedder.admit(&batch) {
+            Admission::Rejected(rejection) => {
+                assert_eq!(rejection.reason(), RejectReason::QueueFull)
+            }
+            other => panic!("a full queue refuses, got {other:?}"),
+        }
+    }
     let waker = noop_waker();
     let mut cx = Context::from_waker(&waker);
     clock.advance(Duration::from_millis(20));

@@ -7,8 +7,11 @@
 //! its CPU says. Judging the ranks together would hide a standing queue of
 //! batch work behind the short waits of critical requests, which jump ahead
 //! of it. A rank judged needs enough waits for its shortest to mean
-//! something; a rank with few carries its waits into the next interval. The
-//! response is DAGOR's: raise the admission level over (rank,
+//! something; a rank with few carries its waits into the next interval. And
+//! a standing queue is overload only while the load offered (smoothed over
+//! about a second) is at least what the service drains: below that, the
+//! queue is a burst being worked off, and at 90% load such bursts last
+//! longer than an interval. The response is DAGOR's: raise the admission level over (rank,
 //! cohort) positions by just enough to shed a share of the work that came in
 //! the last interval, least important positions first; when an interval is
 //! healthy, give positions back in steps that double while health lasts.
@@ -55,6 +58,9 @@ pub(crate) struct Controller {
     last_update: AtomicU64,
     min_sojourn: [AtomicU64; Rank::COUNT],
     recent_sojourn: AtomicU64,
+    /// Requests passing the level per second, smoothed (`f64` bits; zero
+    /// until the first interval).
+    offered_rate: AtomicU64,
     passed: [AtomicU64; Rank::COUNT],
     /// Per rank, the requests that left the queue after waiting.
     waits: [AtomicU64; Rank::COUNT],
@@ -73,6 +79,7 @@ impl Controller {
             last_update: AtomicU64::new(0),
             min_sojourn: [const { AtomicU64::new(NO_SAMPLE) }; Rank::COUNT],
             recent_sojourn: AtomicU64::new(NO_SAMPLE),
+            offered_rate: AtomicU64::new(0),
             passed: Default::default(),
             waits: Default::default(),
             carried: Default::default(),
@@ -190,6 +197,24 @@ impl Controller {
         })
     }
 
+    /// Folds an interval's requests into the smoothed rate of requests
+    /// passing the level, per second; returns it.
+    fn smoothed_offered_rate(&self, arrivals: u64, elapsed: u64) -> f64 {
+        if elapsed == 0 {
+            return f64::from_bits(self.offered_rate.load(Ordering::Relaxed));
+        }
+        let rate = arrivals as f64 * 1e9 / elapsed as f64;
+        let previous = f64::from_bits(self.offered_rate.load(Ordering::Relaxed));
+        let smoothed = if previous == 0.0 {
+            rate
+        } else {
+            previous + OFFERED_WEIGHT * (rate - previous)
+        };
+        self.offered_rate
+            .store(smoothed.to_bits(), Ordering::Relaxed);
+        smoothed
+    }
+
     /// The standing queue of an interval: the largest of the shortest waits
     /// of the ranks still admitted (`NO_SAMPLE` if no rank is judged).
     ///
@@ -282,7 +307,15 @@ impl Controller {
         let arrivals: u64 = passed.iter().sum();
         let hang_up_wave =
             hang_ups >= HANG_UPS_AT_LEAST && hang_ups as f64 >= HANG_UP_WAVE * arrivals as f64;
-        let overloaded = standing_queue || hang_up_wave;
+        // A queue that stands while the offered load is below what the
+        // service drains is a burst the service is working off: at 90% load
+        // on 8 slots, queue excursions last about a second (the M/M/8
+        // relaxation time), far longer than an interval, and shedding them
+        // refuses work an unprotected server would serve. Overload is a
+        // standing queue while the load offered is at least the drain rate.
+        let offered = self.smoothed_offered_rate(arrivals, elapsed);
+        let outpaced = self.drain_rate(limit).is_none_or(|drain| offered >= drain);
+        let overloaded = (standing_queue && outpaced) || hang_up_wave;
         let next = if idle {
             Level::NONE
         } else if overloaded {
@@ -346,6 +379,11 @@ impl Drop for Claim<'_> {
     }
 }
 
+/// How much the smoothed offered rate moves towards each interval's: about
+/// a second of memory at 100 ms intervals, so that the rate of a 0.9 load
+/// (34 requests an interval on 8 slots of 20 ms, varying by a sixth) reads
+/// within 4% of itself.
+const OFFERED_WEIGHT: f64 = 0.1;
 /// Fewest waits a rank must have had for its shortest to be judged: the
 /// shortest of one or two waits is mostly noise (and longer than the
 /// shortest of many). A rank with fewer is judged over as many intervals as

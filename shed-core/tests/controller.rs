@@ -5,6 +5,7 @@
 mod common;
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use common::{build, ms, queued, ready};
 use shed_core::{
@@ -279,13 +280,18 @@ fn a_wave_of_callers_hanging_up_raises_the_level_like_a_standing_queue() {
 #[test]
 fn a_rank_with_few_waits_is_judged_once_it_has_eight() {
     // Every interval, one batch request waits 20 ms for the one slot (held
-    // by a critical request that never waits): a long wait, but the shortest
-    // of one says little. The eighth interval's wait makes eight.
+    // by a critical request that never waits), and twenty more that may not
+    // wait are refused (more is offered than the slot drains): a long wait,
+    // but the shortest of one says little. The eighth interval's wait makes
+    // eight.
     let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let mut levels = Vec::new();
     for _ in 0..8 {
         let held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
         let mut waiter = queued(shedder.admit(&batch()));
+        for _ in 0..20 {
+            assert!(shedder.try_admit(&batch()).is_err());
+        }
         clock.advance(ms(20));
         drop(held);
         let served = ready(&mut waiter).unwrap();
@@ -301,4 +307,42 @@ fn a_rank_with_few_waits_is_judged_once_it_has_eight() {
         "{levels:?}"
     );
     assert!(levels[7] > Level::NONE, "{levels:?}");
+}
+
+/// One slot, 10 ms of service, one batch request every `gap`: one second of
+/// that, then `burst` more at once, then `gap` again for two seconds.
+/// Returns the highest level seen after the burst.
+fn steady_load_with_a_burst(gap: Duration, burst: usize) -> Level {
+    let mut sim = common::Sim::new(Shedder::builder().limit(1).queue_capacity(64), ms(10));
+    let mut next = Duration::ZERO;
+    let mut highest = Level::NONE;
+    while sim.elapsed() < ms(3_000) {
+        if sim.elapsed() >= next {
+            sim.arrive(batch());
+            next += gap;
+        }
+        if sim.elapsed() == ms(1_000) {
+            for _ in 0..burst {
+                sim.arrive(batch());
+            }
+        }
+        sim.advance(ms(1));
+        if sim.elapsed() > ms(1_000) {
+            highest = highest.max(sim.shedder.level());
+        }
+    }
+    highest
+}
+
+#[test]
+fn a_queue_the_service_is_working_off_is_no_overload() {
+    // At 0.9 of the drain rate, a burst of six stands in the queue for about
+    // six intervals (each drains one more than arrives), every wait over the
+    // 5 ms target: a busy service, not an overloaded one.
+    assert_eq!(
+        steady_load_with_a_burst(Duration::from_micros(11_100), 6),
+        Level::NONE
+    );
+    // At 1.1 of it the queue grows, and the level rises.
+    assert!(steady_load_with_a_burst(ms(9), 0) > Level::NONE);
 }

@@ -97,8 +97,8 @@ impl AdaptiveLimit {
     }
 
     /// The limit to start from. Default 8: from 8 or less the limit doubles
-    /// while hold times stay flat (slow start); from more it first probes
-    /// down to measure the service's baseline.
+    /// while throughput doubles with it (slow start); from more it first
+    /// probes down to measure the service's baseline.
     pub fn initial(mut self, limit: usize) -> Self {
         self.initial = limit;
         self
@@ -239,9 +239,10 @@ pub struct AdaptiveStats {
     /// The hold time of a permit when nothing waits inside the service, as
     /// last measured below the knee.
     pub baseline: Option<Duration>,
-    /// The concurrency the last probe found the service to run at once.
+    /// The concurrency the probes found the service to run at once (those
+    /// that agree are averaged).
     pub knee: Option<f64>,
-    /// Permits released per second while the limit binds (smoothed).
+    /// Permits released per second while the service is kept full (smoothed).
     pub delivery_rate: Option<f64>,
     /// The headroom currently kept above the knee (a fraction).
     pub headroom: f64,
