@@ -218,17 +218,22 @@ fn raising_the_limit_while_a_holder_releases_loses_and_invents_no_slot() {
     });
 }
 
-/// An interval whose batch queue stood 10 ms over the 5 ms target, due to
-/// close at 100 ms: returns the shedder at 100 ms with nothing closed yet.
+/// An interval whose batch queue stood 10 ms over the 5 ms target eight
+/// times (enough waits for the rank to be judged) while the load offered
+/// outran the one slot's drain rate, due to close at 100 ms: returns the
+/// shedder at 100 ms with nothing closed yet.
 fn overloaded_interval() -> Shedder {
     let (shedder, clock) = shedder(1);
-    let held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
-    let waiting = queued(shedder.admit(&batch().with_cohort(Cohort::MAX)));
-    clock.advance(Duration::from_millis(10));
+    let mut held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    for _ in 0..8 {
+        let waiting = queued(shedder.admit(&batch().with_cohort(Cohort::MAX)));
+        assert!(shedder.try_admit(&batch()).is_err(), "the slot is taken");
+        clock.advance(Duration::from_millis(10));
+        drop(held);
+        held = loom::future::block_on(waiting).unwrap();
+    }
     drop(held);
-    let served = loom::future::block_on(waiting).unwrap();
-    drop(served);
-    clock.advance(Duration::from_millis(90));
+    clock.advance(Duration::from_millis(20));
     shedder
 }
 
