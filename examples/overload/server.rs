@@ -131,6 +131,59 @@ pub struct EngineSample {
     pub in_flight: u32,
     /// Requests waiting in the engine's queues.
     pub queue_len: u32,
+    /// Refusals since the server started, by reason, over all classes.
+    pub refusals: Refusals,
+}
+
+/// The engine's refusals by reason (its `/stats` class counters, summed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Refusals {
+    /// At the door, by the admission level (429).
+    pub level: u64,
+    /// At the door, for a deadline passed or unmeetable (504).
+    pub deadline: u64,
+    /// At the door, for a queue longer than callers wait or full (429).
+    pub queue_full: u64,
+    /// While queued: shed by a raised level, or out of time (429, 504).
+    pub in_queue: u64,
+}
+
+impl std::fmt::Display for Refusals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "level {}, deadline {}, queue full {}, in queue {}",
+            self.level, self.deadline, self.queue_full, self.in_queue
+        )
+    }
+}
+
+impl Refusals {
+    fn of(stats: &shed::core::Stats) -> Refusals {
+        stats
+            .classes
+            .iter()
+            .fold(Refusals::default(), |r, c| Refusals {
+                level: r.level + c.shed,
+                deadline: r.deadline + c.shed_by_deadline,
+                queue_full: r.queue_full + c.queue_full,
+                in_queue: r.in_queue + c.dropped_from_queue + c.expired,
+            })
+    }
+
+    fn from_json(classes: &serde_json::Value) -> Refusals {
+        let sum = |key: &str| {
+            classes.as_object().map_or(0, |all| {
+                all.values().map(|c| c[key].as_u64().unwrap_or(0)).sum()
+            })
+        };
+        Refusals {
+            level: sum("shed"),
+            deadline: sum("shed_by_deadline"),
+            queue_full: sum("queue_full"),
+            in_queue: sum("dropped_from_queue") + sum("expired"),
+        }
+    }
 }
 
 /// A point-in-time copy of the server's state, as served at `/stats`.
@@ -167,6 +220,7 @@ impl ServerSample {
             limit: s["limit"].as_u64().unwrap_or(0) as u32,
             in_flight: s["in_flight"].as_u64().unwrap_or(0) as u32,
             queue_len: s["queue_len"].as_u64().unwrap_or(0) as u32,
+            refusals: Refusals::from_json(&s["classes"]),
         });
         Some(ServerSample {
             queued: n(v.get("queued")?)? as usize,
@@ -213,6 +267,7 @@ impl LocalControl {
                     limit: stats.limit,
                     in_flight: stats.in_flight,
                     queue_len: stats.queue_len(),
+                    refusals: Refusals::of(&stats),
                 }
             }),
         }

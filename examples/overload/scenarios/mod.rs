@@ -365,6 +365,12 @@ async fn run_trials(
                 all.offered_rate,
                 all.goodput
             );
+            if let Some(engine) = t.server.engine {
+                eprintln!(
+                    "[{scenario}] {policy:<10} {:<6} engine refusals over the trial: {}",
+                    t.spec.label, engine.refusals
+                );
+            }
             trials.push(t);
         }
     }
