@@ -8,10 +8,10 @@
 //! batch work behind the short waits of critical requests, which jump ahead
 //! of it. A rank judged needs enough waits for its shortest to mean
 //! something; a rank with few carries its waits into the next interval. And
-//! a standing queue is overload only while the load offered (smoothed over
-//! about a second) is at least what the service drains: below that, the
-//! queue is a burst being worked off, and at 90% load such bursts last
-//! longer than an interval. The response is DAGOR's: raise the admission level over (rank,
+//! a standing queue is overload only while the load offered surely exceeds
+//! what the service drains ([`OfferedLoad`]): below that, the queue is a
+//! burst being worked off, and at 90% load such bursts last longer than an
+//! interval. The response is DAGOR's: raise the admission level over (rank,
 //! cohort) positions by just enough to shed a share of the work that came in
 //! the last interval, least important positions first; when an interval is
 //! healthy, give positions back in steps that double while health lasts.
@@ -35,6 +35,7 @@ use crate::sync;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::config::Config;
+use crate::offered_load::OfferedLoad;
 use crate::service_time::ServiceTimes;
 use crate::{Cohort, Level, Rank};
 
@@ -58,9 +59,8 @@ pub(crate) struct Controller {
     last_update: AtomicU64,
     min_sojourn: [AtomicU64; Rank::COUNT],
     recent_sojourn: AtomicU64,
-    /// Requests passing the level per second, smoothed (`f64` bits; zero
-    /// until the first interval).
-    offered_rate: AtomicU64,
+    /// Requests passing the level per second.
+    offered: OfferedLoad,
     passed: [AtomicU64; Rank::COUNT],
     /// Per rank, the requests that left the queue after waiting.
     waits: [AtomicU64; Rank::COUNT],
@@ -79,7 +79,7 @@ impl Controller {
             last_update: AtomicU64::new(0),
             min_sojourn: [const { AtomicU64::new(NO_SAMPLE) }; Rank::COUNT],
             recent_sojourn: AtomicU64::new(NO_SAMPLE),
-            offered_rate: AtomicU64::new(0),
+            offered: OfferedLoad::new(),
             passed: Default::default(),
             waits: Default::default(),
             carried: Default::default(),
@@ -157,10 +157,13 @@ impl Controller {
             .map(|mean| (mean / u64::from(limit.max(1))).max(1))
     }
 
-    /// Completions per second with every slot busy, once a service time is known.
+    /// Completions per second with every one of `limit` slots busy, once a
+    /// service time is known: from the steady mean, the one the overload
+    /// verdict compares the offered load with.
     pub(crate) fn drain_rate(&self, limit: u32) -> Option<f64> {
-        self.slot_time(limit)
-            .map(|slot_time| 1e9 / slot_time as f64)
+        self.service
+            .steady_mean()
+            .map(|mean| f64::from(limit.max(1)) * 1e9 / mean as f64)
     }
 
     /// Claims the interval boundary if the interval is due (or `force`d by
@@ -195,24 +198,6 @@ impl Controller {
             boundary: &self.next_update,
             next: now.saturating_add(config.interval).min(UPDATING - 1),
         })
-    }
-
-    /// Folds an interval's requests into the smoothed rate of requests
-    /// passing the level, per second; returns it.
-    fn smoothed_offered_rate(&self, arrivals: u64, elapsed: u64) -> f64 {
-        if elapsed == 0 {
-            return f64::from_bits(self.offered_rate.load(Ordering::Relaxed));
-        }
-        let rate = arrivals as f64 * 1e9 / elapsed as f64;
-        let previous = f64::from_bits(self.offered_rate.load(Ordering::Relaxed));
-        let smoothed = if previous == 0.0 {
-            rate
-        } else {
-            previous + OFFERED_WEIGHT * (rate - previous)
-        };
-        self.offered_rate
-            .store(smoothed.to_bits(), Ordering::Relaxed);
-        smoothed
     }
 
     /// The standing queue of an interval: the largest of the shortest waits
@@ -262,6 +247,11 @@ impl Controller {
     /// in a wave (`hang_ups`, at least [`HANG_UP_WAVE`] of the requests that
     /// passed the level, and at least [`HANG_UPS_AT_LEAST`]): their work was
     /// admitted for nobody, whatever the queue looked like.
+    ///
+    /// `limit` is the limit the service is held to sustain, which gives the
+    /// drain rate: under an adaptive limit, a probe's brief cut is left out,
+    /// or every probe at 90% load would read as overload and shed (the
+    /// bursts of refusals Envoy's users reported of its minimum-RTT probes).
     pub(crate) fn update(
         &self,
         _claim: &Claim<'_>,
@@ -307,14 +297,14 @@ impl Controller {
         let arrivals: u64 = passed.iter().sum();
         let hang_up_wave =
             hang_ups >= HANG_UPS_AT_LEAST && hang_ups as f64 >= HANG_UP_WAVE * arrivals as f64;
-        // A queue that stands while the offered load is below what the
-        // service drains is a burst the service is working off: at 90% load
-        // on 8 slots, queue excursions last about a second (the M/M/8
-        // relaxation time), far longer than an interval, and shedding them
-        // refuses work an unprotected server would serve. Overload is a
-        // standing queue while the load offered is at least the drain rate.
-        let offered = self.smoothed_offered_rate(arrivals, elapsed);
-        let outpaced = self.drain_rate(limit).is_none_or(|drain| offered >= drain);
+        // A queue that stands while the service keeps up with the offered
+        // load is a burst being worked off; shedding it refuses work an
+        // unprotected server would serve.
+        self.offered.close_interval(arrivals, elapsed);
+        let outpaced = self.drain_rate(limit).is_none_or(|drain| {
+            let completions = self.service.steady_count();
+            self.offered.outpaces(drain, completions, config.interval)
+        });
         let overloaded = (standing_queue && outpaced) || hang_up_wave;
         let next = if idle {
             Level::NONE
@@ -379,11 +369,6 @@ impl Drop for Claim<'_> {
     }
 }
 
-/// How much the smoothed offered rate moves towards each interval's: about
-/// a second of memory at 100 ms intervals, so that the rate of a 0.9 load
-/// (34 requests an interval on 8 slots of 20 ms, varying by a sixth) reads
-/// within 4% of itself.
-const OFFERED_WEIGHT: f64 = 0.1;
 /// Fewest waits a rank must have had for its shortest to be judged: the
 /// shortest of one or two waits is mostly noise (and longer than the
 /// shortest of many). A rank with fewer is judged over as many intervals as

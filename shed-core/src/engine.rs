@@ -39,6 +39,10 @@ pub(crate) struct Engine {
     queues: Mutex<WaitQueues>,
     /// Queue lengths per rank, written under the queue lock, read without it.
     queue_lens: [AtomicU32; Rank::COUNT],
+    /// The limit the service is held to sustain: the limit in force, or
+    /// during an adaptive limit's probe the one it cut from. Waits are
+    /// predicted with it, since a probe's cut lasts only a round.
+    sustained_limit: AtomicU32,
     pub(crate) counters: Counters,
 }
 
@@ -59,6 +63,7 @@ impl Engine {
             patience: Patience::new(),
             queues: Mutex::new(WaitQueues::new()),
             queue_lens: Default::default(),
+            sustained_limit: AtomicU32::new(config.limit.initial()),
             counters: Counters::default(),
             config,
         }
@@ -83,6 +88,11 @@ impl Engine {
             }
             after /= 2;
         }
+    }
+
+    /// The limit the service is held to sustain (see the field).
+    fn sustained_limit(&self) -> u32 {
+        self.sustained_limit.load(Ordering::Relaxed)
     }
 
     pub(crate) fn queue_len(&self, rank: Rank) -> u32 {
@@ -257,7 +267,7 @@ impl Engine {
             retry_after::compute(Inputs {
                 rank,
                 queue_ahead: self.queue_ahead(rank),
-                slot_time: self.controller.slot_time(self.slots.limit()),
+                slot_time: self.controller.slot_time(self.sustained_limit()),
                 distance_below_level: self.controller.level().distance_below(rank, cohort),
                 recovery_step: self.config.recovery_step,
                 interval: self.config.interval,
@@ -323,7 +333,7 @@ impl Engine {
     /// zero while the slot time is unknown.
     fn predicted_wait(&self, rank: Rank) -> u64 {
         self.controller
-            .slot_time(self.slots.limit())
+            .slot_time(self.sustained_limit())
             .map_or(0, |slot_time| {
                 (u64::from(self.queue_ahead(rank)) + 1).saturating_mul(slot_time)
             })
@@ -374,11 +384,12 @@ impl Engine {
             return;
         };
         let hang_ups = self.patience.close_interval();
+        // Nobody else takes the estimator's lock but stats and `set_limit`.
+        let mut estimator = self.estimator.as_ref().map(|estimator| estimator.lock());
         let elapsed =
             self.controller
-                .update(&claim, now, self.slots.limit(), hang_ups, &self.config);
-        if let Some(estimator) = &self.estimator {
-            let mut estimator = estimator.lock();
+                .update(&claim, now, self.sustained_limit(), hang_ups, &self.config);
+        if let Some(estimator) = &mut estimator {
             if let Some(change) = estimator.on_interval(self.sampler.take(elapsed)) {
                 if change.new_epoch {
                     self.sampler.new_epoch();
@@ -387,6 +398,8 @@ impl Engine {
                     self.apply_limit(change.limit, now);
                 }
             }
+            self.sustained_limit
+                .store(estimator.sustained_limit(), Ordering::Relaxed);
         }
     }
 
@@ -438,6 +451,8 @@ impl Engine {
                 let mut estimator = estimator.lock();
                 estimator.set_limit(limit);
                 self.apply_limit(estimator.limit(), now);
+                self.sustained_limit
+                    .store(estimator.sustained_limit(), Ordering::Relaxed);
             }
             None => self.apply_limit(limit, now),
         }
@@ -446,6 +461,9 @@ impl Engine {
     /// Changes the concurrency limit; a raised limit is handed to waiters at once.
     fn apply_limit(&self, limit: u32, now: u64) {
         self.slots.set_limit(limit);
+        if self.estimator.is_none() {
+            self.sustained_limit.store(limit, Ordering::Relaxed);
+        }
         let mut locked = self.lock();
         let level = self.controller.level();
         // As in `give_back`: a waiter the level now sheds is refused, not served.

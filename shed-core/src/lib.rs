@@ -42,6 +42,7 @@ mod engine;
 mod histogram;
 mod level;
 mod limit;
+mod offered_load;
 mod patience;
 mod permit;
 mod queue;

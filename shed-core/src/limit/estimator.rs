@@ -296,6 +296,16 @@ impl Estimator {
         to_limit(self.limit, &self.settings)
     }
 
+    /// The limit the service is held to sustain: the one in force, or
+    /// during a probe the one it cut from (the cut lasts a round, and the
+    /// queue it builds is the probe's doing, not overload).
+    pub(crate) fn sustained_limit(&self) -> u32 {
+        match self.phase {
+            Phase::Probing { from, .. } => to_limit(from, &self.settings),
+            _ => self.limit(),
+        }
+    }
+
     /// An operator set the limit: adaptation goes on from there.
     pub(crate) fn set_limit(&mut self, limit: u32) {
         self.limit = f64::from(limit.clamp(self.settings.min, self.settings.max));

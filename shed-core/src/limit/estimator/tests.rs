@@ -463,3 +463,26 @@ fn the_limit_never_leaves_its_bounds() {
         "64 workers: the limit sits at its maximum"
     );
 }
+
+#[test]
+fn while_it_probes_the_sustained_limit_is_the_one_the_probe_cut_from() {
+    let mut model = Model::overloaded(64, 8, Work::Exponential(20 * MS));
+    let mut probes = 0;
+    let mut before = model.limit();
+    for _ in 0..300 {
+        model.run(1);
+        let estimator = &model.estimator;
+        if estimator.beliefs().phase == "probing" {
+            assert!(estimator.sustained_limit() >= estimator.limit());
+            if estimator.limit() < before {
+                // The probe's first round: the cut is from the limit before.
+                assert_eq!(estimator.sustained_limit(), before);
+                probes += 1;
+            }
+        } else {
+            assert_eq!(estimator.sustained_limit(), estimator.limit());
+            before = estimator.limit();
+        }
+    }
+    assert!(probes >= 2, "{probes} probes seen");
+}

@@ -1,0 +1,166 @@
+//! The load offered to the service, and whether it outpaces what the
+//! service drains.
+//!
+//! A standing queue is overload only while more arrives than the service
+//! can finish; below that it is a burst being worked off (at 90% load on 8
+//! slots such bursts last about a second, the M/M/8 relaxation time, far
+//! longer than a controller interval). Both rates are estimates, so the
+//! offered rate must exceed the drain rate by more than [`CONFIDENCE`]
+//! standard errors of their ratio, on one of two time scales:
+//!
+//! - a *slow* average (about two seconds) sees a small sustained excess: at
+//!   34 arrivals an interval (a 90% load on 8 slots of 20 ms) it needs about
+//!   9% more than the drain rate, at 1,000 an interval about 2%;
+//! - a *fast* one (about two intervals) sees a jump at once: it needs about
+//!   a fifth more at 34 arrivals an interval, and a load that leaps to twice
+//!   the capacity is overload within two intervals.
+//!
+//! The error of the offered rate is that of Poisson arrivals over each
+//! average's memory; the drain rate's is that of the steady mean service
+//! time over the completions it stands on, with an exponential's spread (as
+//! wide as the mean).
+//!
+//! # Memory ordering
+//!
+//! `Relaxed` throughout: only the thread closing a controller interval
+//! writes, and nobody else reads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Standard errors by which the offered rate must exceed the drain rate.
+const CONFIDENCE: f64 = 2.0;
+/// How much the slow average moves towards each interval's rate: about two
+/// seconds of memory at 100 ms intervals.
+const SLOW_WEIGHT: f64 = 0.05;
+/// How much the fast average moves towards each interval's rate.
+const FAST_WEIGHT: f64 = 0.5;
+
+/// Requests passing the level per second, on two time scales.
+#[derive(Debug)]
+pub(crate) struct OfferedLoad {
+    slow: Average,
+    fast: Average,
+}
+
+impl OfferedLoad {
+    pub(crate) const fn new() -> OfferedLoad {
+        OfferedLoad {
+            slow: Average::new(SLOW_WEIGHT),
+            fast: Average::new(FAST_WEIGHT),
+        }
+    }
+
+    /// Folds an interval of `elapsed` nanoseconds that passed `arrivals`
+    /// requests into both averages.
+    pub(crate) fn close_interval(&self, arrivals: u64, elapsed: u64) {
+        if elapsed == 0 {
+            return;
+        }
+        let rate = arrivals as f64 * 1e9 / elapsed as f64;
+        self.slow.fold(rate);
+        self.fast.fold(rate);
+    }
+
+    /// Whether the offered load surely exceeds `drain` requests per second,
+    /// a rate measured over `completions` completions, with intervals of
+    /// `interval` nanoseconds.
+    pub(crate) fn outpaces(&self, drain: f64, completions: f64, interval: u64) -> bool {
+        [&self.slow, &self.fast]
+            .into_iter()
+            .any(|average| average.outpaces(drain, completions, interval))
+    }
+}
+
+/// An exponentially weighted moving average of a rate (`f64` bits; zero
+/// until the first interval, which sets it).
+#[derive(Debug)]
+struct Average {
+    rate: AtomicU64,
+    weight: f64,
+}
+
+impl Average {
+    const fn new(weight: f64) -> Average {
+        Average {
+            rate: AtomicU64::new(0),
+            weight,
+        }
+    }
+
+    fn get(&self) -> f64 {
+        f64::from_bits(self.rate.load(Ordering::Relaxed))
+    }
+
+    fn fold(&self, rate: f64) {
+        let previous = self.get();
+        let next = if previous == 0.0 {
+            rate
+        } else {
+            previous + self.weight * (rate - previous)
+        };
+        self.rate.store(next.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Whether the average exceeds `drain` by more than [`CONFIDENCE`]
+    /// standard errors of their ratio. An average of weight `w` over
+    /// Poisson counts of mean `n` an interval has the variance of a count
+    /// of `n (2 - w) / w`.
+    fn outpaces(&self, drain: f64, completions: f64, interval: u64) -> bool {
+        let offered = self.get();
+        let per_interval = offered * interval as f64 / 1e9;
+        let arrivals = per_interval * (2.0 - self.weight) / self.weight;
+        if arrivals <= 0.0 {
+            return false;
+        }
+        let error = match completions > 0.0 {
+            true => (1.0 / arrivals + 1.0 / completions).sqrt(),
+            false => arrivals.recip().sqrt(),
+        };
+        offered >= drain * (1.0 + CONFIDENCE * error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INTERVAL: u64 = 100_000_000;
+
+    fn after(intervals: &[u64]) -> OfferedLoad {
+        let load = OfferedLoad::new();
+        for &arrivals in intervals {
+            load.close_interval(arrivals, INTERVAL);
+        }
+        load
+    }
+
+    #[test]
+    fn a_load_steady_at_nine_tenths_of_the_drain_rate_does_not_outpace_it() {
+        // 34 an interval, drain 380 a second over 700 completions.
+        let load = after(&[34; 50]);
+        assert!(!load.outpaces(380.0, 700.0, INTERVAL));
+    }
+
+    #[test]
+    fn a_small_sustained_excess_outpaces_the_drain_rate_on_the_slow_scale() {
+        // 12% over: beyond the slow scale's 9%, within the fast one's 21%.
+        let load = after(&[43; 60]);
+        assert!(load.outpaces(380.0, 700.0, INTERVAL));
+        assert!(!load.fast.outpaces(380.0, 700.0, INTERVAL));
+    }
+
+    #[test]
+    fn a_jump_to_twice_the_drain_rate_outpaces_it_after_one_interval() {
+        let mut intervals = vec![34; 50];
+        intervals.push(76);
+        let load = after(&intervals);
+        assert!(!load.slow.outpaces(380.0, 700.0, INTERVAL));
+        assert!(load.outpaces(380.0, 700.0, INTERVAL));
+    }
+
+    #[test]
+    fn nothing_offered_never_outpaces() {
+        assert!(!OfferedLoad::new().outpaces(0.0, 0.0, INTERVAL));
+        assert!(!after(&[0; 3]).outpaces(0.0, 0.0, INTERVAL));
+    }
+}
