@@ -423,8 +423,22 @@ impl Engine {
 
     /// Hands a held slot to the most important live waiter, refusing expired
     /// ones on the way. Returns `false` when nobody was left to take it.
+    ///
+    /// While nothing is shed, a waiter that would run out of time before its
+    /// turn goes first: below overload every waiter can be served, and
+    /// priority should decide who is shed, not who times out. Once the level
+    /// sheds, the order is strict.
     fn grant_next(&self, locked: &mut Locked<'_>, level: Level, now: u64) -> bool {
-        while let Some(taken) = locked.queues.pop_most_important() {
+        let slot_time = self
+            .controller
+            .slot_time(self.slots.limit())
+            .filter(|_| level == Level::NONE);
+        let next = |queues: &mut WaitQueues| {
+            slot_time
+                .and_then(|slot_time| queues.pop_endangered(now, slot_time))
+                .or_else(|| queues.pop_most_important())
+        };
+        while let Some(taken) = next(&mut locked.queues) {
             debug_assert!(
                 !level.sheds(taken.rank, taken.entry.cohort),
                 "the queues were purged at this level before the grant"

@@ -1,5 +1,9 @@
 //! The wait queues: one bounded FIFO per rank, behind one mutex.
 //!
+//! Slots go to the most important rank first, with one exception while
+//! nothing is shed: a waiter that would run out of time before its turn is
+//! served at the last moment it still can be ([`WaitQueues::pop_endangered`]).
+//!
 //! Only the slow path comes here: a request that found no free slot, a
 //! completion that found somebody waiting, a waiter that gives up. Each
 //! waiting request owns a [`WaitCell`] where the engine leaves its verdict
@@ -196,6 +200,38 @@ impl WaitQueues {
         let slot = self.ranks[rank.index()].head;
         let entry = self.unlink(slot);
         Some(Taken { rank, entry })
+    }
+
+    /// Takes the first request of the most important rank whose first
+    /// request would run out of time before its turn: before the requests
+    /// ahead of it (in more important ranks) are served, one every
+    /// `slot_time` from `now`. The most important waiting rank is never
+    /// endangered (nothing is ahead of it). `None` if no request is.
+    ///
+    /// Strict priority starves the lower ranks whenever the higher ones keep
+    /// a queue, which at 90% load on 8 slots they do for a second at a time:
+    /// a quarter of the background requests beside busier classes ran out
+    /// of time in the queue although the service had room for every one. A
+    /// request is served out of turn only at the last grant before it would
+    /// be refused; those ahead of it wait one slot time more.
+    pub(crate) fn pop_endangered(&mut self, now: u64, slot_time: u64) -> Option<Taken> {
+        let mut ahead: u64 = 0;
+        for rank in Rank::ALL.into_iter().rev() {
+            let list = self.ranks[rank.index()];
+            if list.len == 0 {
+                continue;
+            }
+            if ahead > 0 {
+                let turn = now.saturating_add(ahead.saturating_mul(slot_time));
+                let first = self.nodes[list.head].entry.as_ref();
+                if first.is_some_and(|entry| entry.expires_at < turn) {
+                    let entry = self.unlink(list.head);
+                    return Some(Taken { rank, entry });
+                }
+            }
+            ahead = ahead.saturating_add(list.len as u64);
+        }
+        None
     }
 
     /// Takes a particular request out of its rank's queue, if it is still there.

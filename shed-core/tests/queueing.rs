@@ -233,3 +233,79 @@ fn by_default_each_rank_queues_up_to_1024_requests_whatever_the_limit() {
     // Another rank has its own queue of the same size.
     let _other = queued(shedder.admit(&Arrival::new(Class::Interactive)));
 }
+
+/// One slot whose work takes 10 ms, learnt over an interval, and held again
+/// by a critical request. Returns the holder.
+fn busy_slot_of_10_ms(shedder: &Shedder, clock: &shed_core::ManualClock) -> shed_core::Permit {
+    let first = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    clock.advance(common::ms(10));
+    drop(first);
+    clock.advance(common::ms(100)); // the next event closes the interval
+    shedder.try_admit(&Arrival::new(Class::Critical)).unwrap()
+}
+
+/// An interactive request with `left` to go (it must get the slot 10 ms
+/// before, for its work), then `ahead` critical requests, queued behind
+/// `held`; 15 ms later the slot comes back.
+fn interactive_in_a_hurry_behind_critical(
+    shedder: &Shedder,
+    clock: &shed_core::ManualClock,
+    held: shed_core::Permit,
+    left: std::time::Duration,
+    ahead: usize,
+) -> (Waiter, Vec<Waiter>) {
+    let hurried = Arrival::new(Class::Interactive)
+        .with_cohort(shed_core::Cohort::MAX)
+        .with_timeout(Some(left));
+    let hurried = queued(shedder.admit(&hurried));
+    let critical = (0..ahead)
+        .map(|_| queued(shedder.admit(&Arrival::new(Class::Critical))))
+        .collect();
+    clock.advance(common::ms(15));
+    drop(held);
+    (hurried, critical)
+}
+
+#[test]
+fn while_nothing_is_shed_a_waiter_that_would_run_out_of_time_is_served_before_its_turn() {
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
+    let held = busy_slot_of_10_ms(&shedder, &clock);
+    assert_eq!(shedder.level(), shed_core::Level::NONE);
+    let (mut hurried, mut critical) =
+        interactive_in_a_hurry_behind_critical(&shedder, &clock, held, common::ms(40), 5);
+    // Five critical requests ahead would take 50 ms; the interactive one has
+    // 15 ms left to start: it goes first, and they wait one slot time more.
+    let permit = ready(&mut hurried).expect("served before it runs out of time");
+    for waiter in &mut critical {
+        assert_pending(waiter);
+    }
+    drop(permit);
+    assert!(ready(&mut critical[0]).is_ok());
+}
+
+#[test]
+fn once_the_level_sheds_the_order_is_strict_even_for_a_waiter_in_a_hurry() {
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
+    let held = busy_slot_of_10_ms(&shedder, &clock);
+    // A wave of callers hanging up while queued: the level rises (and sheds
+    // the least important positions, background retries, first).
+    let waiting: Vec<_> = (0..20)
+        .map(|_| queued(shedder.admit(&Arrival::new(Class::Interactive))))
+        .collect();
+    clock.advance(common::ms(50));
+    drop(waiting);
+    clock.advance(common::ms(60)); // the next event closes the interval
+    assert!(shedder.try_admit(&Arrival::new(Class::Batch)).is_err());
+    let level = shedder.level();
+    assert!(level > shed_core::Level::NONE);
+    assert!(!level.sheds(common::original(Class::Interactive), shed_core::Cohort::MAX));
+    // While the level sheds, a request waits no longer than the service
+    // takes: one critical request may queue. The interactive one has 5 ms
+    // left to start when the slot comes back, and the critical one ahead of
+    // it takes 10: it is endangered, and waits its turn all the same.
+    let (mut hurried, mut critical) =
+        interactive_in_a_hurry_behind_critical(&shedder, &clock, held, common::ms(30), 1);
+    assert_pending(&mut hurried);
+    let permit = ready(&mut critical[0]).expect("the most important waiter first");
+    drop(permit);
+}
