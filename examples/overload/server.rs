@@ -146,29 +146,31 @@ pub struct Refusals {
     pub queue_full: u64,
     /// While queued: shed by a raised level, or out of time (429, 504).
     pub in_queue: u64,
+    /// Of those, per class from background to critical.
+    pub in_queue_by_class: [u64; 4],
 }
 
 impl std::fmt::Display for Refusals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "level {}, deadline {}, queue full {}, in queue {}",
-            self.level, self.deadline, self.queue_full, self.in_queue
+            "level {}, deadline {}, queue full {}, in queue {} (by class from background: {:?})",
+            self.level, self.deadline, self.queue_full, self.in_queue, self.in_queue_by_class
         )
     }
 }
 
 impl Refusals {
     fn of(stats: &shed::core::Stats) -> Refusals {
-        stats
-            .classes
-            .iter()
-            .fold(Refusals::default(), |r, c| Refusals {
-                level: r.level + c.shed,
-                deadline: r.deadline + c.shed_by_deadline,
-                queue_full: r.queue_full + c.queue_full,
-                in_queue: r.in_queue + c.dropped_from_queue + c.expired,
-            })
+        let mut refusals = Refusals::default();
+        for c in &stats.classes {
+            refusals.level += c.shed;
+            refusals.deadline += c.shed_by_deadline;
+            refusals.queue_full += c.queue_full;
+            refusals.in_queue += c.dropped_from_queue + c.expired;
+            refusals.in_queue_by_class[c.class.index()] += c.dropped_from_queue + c.expired;
+        }
+        refusals
     }
 
     fn from_json(classes: &serde_json::Value) -> Refusals {
@@ -177,11 +179,16 @@ impl Refusals {
                 all.values().map(|c| c[key].as_u64().unwrap_or(0)).sum()
             })
         };
+        let in_queue_of = |class: &str| {
+            let c = &classes[class];
+            c["dropped_from_queue"].as_u64().unwrap_or(0) + c["expired"].as_u64().unwrap_or(0)
+        };
         Refusals {
             level: sum("shed"),
             deadline: sum("shed_by_deadline"),
             queue_full: sum("queue_full"),
             in_queue: sum("dropped_from_queue") + sum("expired"),
+            in_queue_by_class: ["background", "batch", "interactive", "critical"].map(in_queue_of),
         }
     }
 }
