@@ -1,6 +1,8 @@
 //! One logical request as a real HTTP client makes it: attempts with a
-//! timeout, retries with exponential backoff and full jitter, a deadline sent
-//! in `grpc-timeout`, and the attempt number in `shed-attempt`. Callers wait
+//! timeout, retries with exponential backoff and full jitter, what is left
+//! of the request's deadline sent in `grpc-timeout` (as gRPC sends a call's
+//! deadline, not an attempt's: callers advertise more than each attempt
+//! waits), and the attempt number in `shed-attempt`. Callers wait
 //! at least the `Retry-After` of any server that sends one; a share of them
 //! may hang up early (the soak's hang-ups).
 
@@ -163,15 +165,15 @@ impl LabClient {
             }
             let timeout = remaining.min(cfg.attempt_timeout);
             let (result, retry_after) = match hangup {
-                // The header still carries the full attempt timeout: the
-                // server cannot know the caller will leave early.
+                // The header still carries the whole deadline: the server
+                // cannot know the caller will leave early.
                 Some(after) if n == 1 => {
-                    match self.attempt(class, n, timeout, after.min(timeout)).await {
+                    match self.attempt(class, n, remaining, after.min(timeout)).await {
                         (AttemptResult::Timeout, r) => (AttemptResult::HungUp, r),
                         other => other,
                     }
                 }
-                _ => self.attempt(class, n, timeout, timeout).await,
+                _ => self.attempt(class, n, remaining, timeout).await,
             };
             attempts.push(Attempt {
                 sent: sent - epoch,
@@ -202,18 +204,18 @@ impl LabClient {
     }
 
     /// One attempt: the request, its answer and the body, all within
-    /// `give_up` (`timeout` is what the request tells the server).
+    /// `give_up` (`deadline` is the time left that the request tells the server).
     async fn attempt(
         &self,
         class: Class,
         n: u32,
-        timeout: Duration,
+        deadline: Duration,
         give_up: Duration,
     ) -> (AttemptResult, Option<Duration>) {
         let request = Request::get(self.uris[class.index()].clone())
             .header(
                 GRPC_TIMEOUT_HEADER,
-                wire::format_grpc_timeout(timeout).as_str(),
+                wire::format_grpc_timeout(deadline).as_str(),
             )
             .header(ATTEMPT_HEADER, n)
             .body(Empty::new())
