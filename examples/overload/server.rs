@@ -133,6 +133,8 @@ pub struct EngineSample {
     pub queue_len: u32,
     /// Refusals since the server started, by reason, over all classes.
     pub refusals: Refusals,
+    /// Probes the adaptive limit ran since the server started (0 if fixed).
+    pub probes: u64,
 }
 
 /// The engine's refusals by reason (its `/stats` class counters, summed).
@@ -228,6 +230,7 @@ impl ServerSample {
             in_flight: s["in_flight"].as_u64().unwrap_or(0) as u32,
             queue_len: s["queue_len"].as_u64().unwrap_or(0) as u32,
             refusals: Refusals::from_json(&s["classes"]),
+            probes: s["adaptive"]["probes"].as_u64().unwrap_or(0),
         });
         Some(ServerSample {
             queued: n(v.get("queued")?)? as usize,
@@ -275,6 +278,7 @@ impl LocalControl {
                     in_flight: stats.in_flight,
                     queue_len: stats.queue_len(),
                     refusals: Refusals::of(&stats),
+                    probes: stats.adaptive.map_or(0, |a| a.probes),
                 }
             }),
         }
