@@ -99,6 +99,34 @@ impl Goals {
         });
     }
 
+    /// Judges a recovery time (`None`: never recovered, shown as "never")
+    /// against `within_secs`, described by `against`.
+    pub fn recovery(
+        &mut self,
+        step: &str,
+        goal: &str,
+        recovery: Option<std::time::Duration>,
+        against: String,
+        within_secs: f64,
+    ) {
+        let measured = recovery.map_or(f64::MAX, |d| d.as_secs_f64());
+        let show = |x: f64| format!("{x:.1} s");
+        self.compare(
+            step,
+            "shed",
+            goal,
+            Some(measured),
+            Ok((against, within_secs)),
+            true,
+            show,
+        );
+        if recovery.is_none() {
+            if let Some(g) = self.0.last_mut() {
+                g.measured = "never".into();
+            }
+        }
+    }
+
     /// The goals as a table.
     pub fn table(&self, title: impl Into<String>) -> Table {
         let mut table = Table::new(

@@ -183,7 +183,10 @@ impl Controller {
         self.next_update
             .compare_exchange(due, UPDATING, Ordering::AcqRel, Ordering::Relaxed)
             .ok()?;
-        self.claimed(now, config)
+        Some(Claim {
+            boundary: &self.next_update,
+            next: now.saturating_add(config.interval).min(UPDATING - 1),
+        })
     }
 
     /// Whether an interval may be due: the one relaxed load every decision
@@ -191,13 +194,6 @@ impl Controller {
     #[inline]
     pub(crate) fn may_be_due(&self, now: u64, force: bool) -> bool {
         force || now >= self.next_update.load(Ordering::Relaxed)
-    }
-
-    fn claimed(&self, now: u64, config: &Config) -> Option<Claim<'_>> {
-        Some(Claim {
-            boundary: &self.next_update,
-            next: now.saturating_add(config.interval).min(UPDATING - 1),
-        })
     }
 
     /// The standing queue of an interval: the largest of the shortest waits

@@ -112,12 +112,8 @@ impl Engine {
         // cohort, and the slower ones draw it when they need it.
         let level = self.controller.level();
         let early_cohort = (level != Level::NONE).then(|| self.cohort_of(arrival));
-        if early_cohort.is_some_and(|cohort| level.sheds(rank, cohort)) {
-            return self.refuse(
-                RejectReason::Shed,
-                rank,
-                early_cohort.unwrap_or(Cohort::MAX),
-            );
+        if let Some(cohort) = early_cohort.filter(|cohort| level.sheds(rank, *cohort)) {
+            return self.refuse(RejectReason::Shed, rank, cohort);
         }
         self.controller.record_passed_level(rank);
         let cohort = || early_cohort.unwrap_or_else(|| self.cohort_of(arrival));
@@ -390,16 +386,10 @@ impl Engine {
             self.controller
                 .update(&claim, now, self.sustained_limit(), hang_ups, &self.config);
         if let Some(estimator) = &mut estimator {
-            if let Some(change) = estimator.on_interval(self.sampler.take(elapsed)) {
-                if change.new_epoch {
-                    self.sampler.new_epoch();
-                }
-                if change.limit != self.slots.limit() {
-                    self.apply_limit(change.limit, now);
-                }
+            if estimator.on_interval(self.sampler.take(elapsed)) {
+                self.sampler.new_epoch();
             }
-            self.sustained_limit
-                .store(estimator.sustained_limit(), Ordering::Relaxed);
+            self.follow(estimator, now);
         }
     }
 
@@ -464,20 +454,28 @@ impl Engine {
             Some(estimator) => {
                 let mut estimator = estimator.lock();
                 estimator.set_limit(limit);
-                self.apply_limit(estimator.limit(), now);
-                self.sustained_limit
-                    .store(estimator.sustained_limit(), Ordering::Relaxed);
+                self.follow(&estimator, now);
             }
-            None => self.apply_limit(limit, now),
+            None => {
+                self.sustained_limit.store(limit, Ordering::Relaxed);
+                self.apply_limit(limit, now);
+            }
+        }
+    }
+
+    /// Puts the adaptive limit's decision in force: its limit, and the one
+    /// it holds the service to sustain.
+    fn follow(&self, estimator: &Estimator, now: u64) {
+        self.sustained_limit
+            .store(estimator.sustained_limit(), Ordering::Relaxed);
+        if estimator.limit() != self.slots.limit() {
+            self.apply_limit(estimator.limit(), now);
         }
     }
 
     /// Changes the concurrency limit; a raised limit is handed to waiters at once.
     fn apply_limit(&self, limit: u32, now: u64) {
         self.slots.set_limit(limit);
-        if self.estimator.is_none() {
-            self.sustained_limit.store(limit, Ordering::Relaxed);
-        }
         let mut locked = self.lock();
         let level = self.controller.level();
         // As in `give_back`: a waiter the level now sheds is refused, not served.

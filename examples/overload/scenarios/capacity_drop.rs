@@ -138,7 +138,7 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], reduced: Option<Step>) -> Report 
             pct(drop_goodput / reduced_cap, 0),
             pct(Summary::of(&t.records, drop_window, None).shed_ratio(), 1),
             num(after_goodput, 0),
-            recovery.map_or("never".into(), |d| format!("{:.1} s", d.as_secs_f64())),
+            figures::recovery_cell(recovery),
             limits.join("/"),
             pct(figures::wasted_in(t, drop_window), 1),
         ]);
@@ -159,23 +159,13 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], reduced: Option<Step>) -> Report 
                 false,
                 |x| format!("{x:.0}/s"),
             );
-            goals.compare(
+            goals.recovery(
                 "restore",
-                "shed",
                 "goodput back to >= 90% of the offered load within 3 s",
-                Some(recovery.map_or(f64::MAX, |d| d.as_secs_f64())),
-                Ok((
-                    format!("3 s (90% of offered {offered_target:.0}/s over 2 s)"),
-                    3.0,
-                )),
-                true,
-                |x| format!("{x:.1} s"),
+                recovery,
+                format!("3 s (90% of offered {offered_target:.0}/s over 2 s)"),
+                3.0,
             );
-            if recovery.is_none() {
-                if let Some(g) = goals.0.last_mut() {
-                    g.measured = "never".into();
-                }
-            }
         }
     }
     Report {
@@ -190,10 +180,7 @@ pub fn plot(
     trials: &[Trial],
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let drop = trials.first().map_or((0.0, 0.0), |t| {
-        let w = figures::phase(&t.spec, 1);
-        (w.start.as_secs_f64(), w.end.as_secs_f64())
-    });
+    let drop = figures::phase_secs(trials, 1);
     plot::panels(
         path,
         "seconds",

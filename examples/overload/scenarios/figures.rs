@@ -75,6 +75,20 @@ pub fn recovery(
         .map(|at| at - from)
 }
 
+/// A recovery time as a table cell: seconds, or "never".
+pub fn recovery_cell(recovery: Option<Duration>) -> String {
+    recovery.map_or("never".into(), |d| format!("{:.1} s", d.as_secs_f64()))
+}
+
+/// The start and end, in seconds, of phase `i` of the first trial (every
+/// trial of a scenario has the same phases); zeros without trials.
+pub fn phase_secs(trials: &[Trial], i: usize) -> (f64, f64) {
+    trials.first().map_or((0.0, 0.0), |t| {
+        let w = phase(&t.spec, i);
+        (w.start.as_secs_f64(), w.end.as_secs_f64())
+    })
+}
+
 /// The last sample taken at or before `at` seconds, else the first.
 fn sample_at(t: &Trial, at: f64) -> Option<&crate::server::ServerSample> {
     t.samples

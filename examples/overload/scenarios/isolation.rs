@@ -134,10 +134,7 @@ pub fn plot(
     trials: &[Trial],
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let spike = trials.first().map_or((0.0, 0.0), |t| {
-        let w = figures::phase(&t.spec, 1);
-        (w.start.as_secs_f64(), w.end.as_secs_f64())
-    });
+    let spike = figures::phase_secs(trials, 1);
     plot::line_chart(
         path,
         &format!(

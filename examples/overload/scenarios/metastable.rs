@@ -87,7 +87,7 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial]) -> Report {
             num(after.goodput, 0),
             num(end_level, 0),
             num(after.amplification(), 2),
-            recovery.map_or("never".into(), |d| format!("{:.1} s", d.as_secs_f64())),
+            figures::recovery_cell(recovery),
             if end_level < 0.5 * pre_level {
                 "yes"
             } else {
@@ -98,23 +98,13 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial]) -> Report {
             pct(figures::wasted_in(t, figures::whole(&t.spec)), 1),
         ]);
         if t.policy == Policy::Shed(None) {
-            goals.compare(
+            goals.recovery(
                 &t.spec.label,
-                "shed",
                 "recovery after the trigger <= 2 s",
-                Some(recovery.map_or(f64::MAX, |d| d.as_secs_f64())),
-                Ok((
-                    format!("2 s (90% of its pre-trigger {pre_level:.0}/s)"),
-                    2.0,
-                )),
-                true,
-                |x| format!("{x:.1} s"),
+                recovery,
+                format!("2 s (90% of its pre-trigger {pre_level:.0}/s)"),
+                2.0,
             );
-            if recovery.is_none() {
-                if let Some(g) = goals.0.last_mut() {
-                    g.measured = "never".into();
-                }
-            }
         }
     }
     Report {
@@ -129,10 +119,7 @@ pub fn plot(
     trials: &[Trial],
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let trig = trials.first().map_or((0.0, 0.0), |t| {
-        let w = figures::phase(&t.spec, 1);
-        (w.start.as_secs_f64(), w.end.as_secs_f64())
-    });
+    let trig = figures::phase_secs(trials, 1);
     plot::line_chart(
         path,
         &format!(

@@ -206,16 +206,6 @@ enum Cause {
     Refresh,
 }
 
-/// A change the engine must make after an interval.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Change {
-    /// The new limit.
-    pub(crate) limit: u32,
-    /// Whether permits admitted from now on start a new epoch (the old
-    /// epoch's samples no longer describe the limit in force).
-    pub(crate) new_epoch: bool,
-}
-
 /// What the algorithm currently believes, for stats.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Beliefs {
@@ -332,8 +322,10 @@ impl Estimator {
         }
     }
 
-    /// Takes one interval's samples; returns the change to make, if any.
-    pub(crate) fn on_interval(&mut self, interval: IntervalSamples) -> Option<Change> {
+    /// Takes one interval's samples. Returns whether permits admitted from
+    /// now on start a new epoch (the old epoch's samples no longer describe
+    /// the limit in force); the limit to apply is [`limit`](Estimator::limit).
+    pub(crate) fn on_interval(&mut self, interval: IntervalSamples) -> bool {
         if self.settling {
             // Skip until the old limit's permits have drained.
             // Slow start only asks whether hold times inflated: a rougher
@@ -345,7 +337,7 @@ impl Estimator {
             let own = interval.samples as f64;
             self.settling = !(interval.released > 0 && own >= share * interval.released as f64);
             if self.settling {
-                return None;
+                return false;
             }
         }
         self.round.add(&interval);
@@ -358,16 +350,10 @@ impl Estimator {
                 // Too quiet to judge: decide nothing, keep the limit.
                 self.round = IntervalSamples::default();
             }
-            return None;
+            return false;
         }
         self.round = IntervalSamples::default();
-        let before = self.limit();
-        let new_epoch = self.decide(&round);
-        let after = self.limit();
-        (new_epoch || after != before).then_some(Change {
-            limit: after,
-            new_epoch,
-        })
+        self.decide(&round)
     }
 
     /// Released permits the round needs: the full count once the limit is

@@ -35,11 +35,10 @@ pub(crate) struct Sampler {
     blocked: AtomicU64,
     released: AtomicU64,
     handed_off: AtomicU64,
-    samples: AtomicU64,
-    hold: AtomicU64,
     completed: AtomicU64,
     completed_hold: AtomicU64,
     censored: AtomicU64,
+    censored_hold: AtomicU64,
 }
 
 impl Sampler {
@@ -65,38 +64,38 @@ impl Sampler {
     }
 
     /// A permit admitted in `epoch` came back after `hold` nanoseconds.
+    /// Three relaxed additions for a completed permit of the current epoch:
+    /// the samples and their hold time are the completed and censored ones
+    /// summed where the interval closes.
     pub(crate) fn record(&self, epoch: u32, hold: u64, ending: Ending) {
         self.released.fetch_add(1, Ordering::Relaxed);
         if epoch != self.epoch() {
             return;
         }
         let hold = hold.min(MAX_HOLD);
-        self.samples.fetch_add(1, Ordering::Relaxed);
-        self.hold.fetch_add(hold, Ordering::Relaxed);
-        match ending {
-            Ending::Completed => {
-                self.completed.fetch_add(1, Ordering::Relaxed);
-                self.completed_hold.fetch_add(hold, Ordering::Relaxed);
-            }
-            Ending::Abandoned | Ending::DeadlineCut => {
-                self.censored.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        let (count, sum) = match ending {
+            Ending::Completed => (&self.completed, &self.completed_hold),
+            Ending::Abandoned | Ending::DeadlineCut => (&self.censored, &self.censored_hold),
+        };
+        count.fetch_add(1, Ordering::Relaxed);
+        sum.fetch_add(hold, Ordering::Relaxed);
     }
 
     /// Takes the interval's counts, which start again from zero.
     pub(crate) fn take(&self, elapsed: u64) -> IntervalSamples {
         let take = |counter: &AtomicU64| counter.swap(0, Ordering::Relaxed);
+        let (completed, completed_hold) = (take(&self.completed), take(&self.completed_hold));
+        let (censored, censored_hold) = (take(&self.censored), take(&self.censored_hold));
         IntervalSamples {
             elapsed,
             blocked: take(&self.blocked),
             released: take(&self.released),
             handed_off: take(&self.handed_off),
-            samples: take(&self.samples),
-            hold: take(&self.hold),
-            completed: take(&self.completed),
-            completed_hold: take(&self.completed_hold),
-            censored: take(&self.censored),
+            samples: completed + censored,
+            hold: completed_hold.saturating_add(censored_hold),
+            completed,
+            completed_hold,
+            censored,
         }
     }
 }

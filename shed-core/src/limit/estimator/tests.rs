@@ -253,12 +253,10 @@ impl Model {
     fn close_interval(&mut self) {
         let mut samples = std::mem::take(&mut self.samples);
         samples.elapsed = INTERVAL;
-        if let Some(change) = self.estimator.on_interval(samples) {
-            if change.new_epoch {
-                self.epoch += 1;
-            }
-            self.hand_off(); // a raised limit goes to the door at once
+        if self.estimator.on_interval(samples) {
+            self.epoch += 1;
         }
+        self.hand_off(); // a raised limit goes to the door at once
         self.trace.push(self.limit());
         self.probing
             .push(self.estimator.beliefs().phase == "probing");
