@@ -123,7 +123,7 @@ pub struct ServerConfig {
 }
 
 /// The shed engine's state in a sample.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct EngineSample {
     /// The concurrency limit.
     pub limit: u32,
@@ -135,6 +135,15 @@ pub struct EngineSample {
     pub refusals: Refusals,
     /// Probes the adaptive limit ran since the server started (0 if fixed).
     pub probes: u64,
+    /// Cuts of the adaptive limit for censored permits since the server
+    /// started.
+    pub back_offs: u64,
+    /// The adaptive limit's phase (empty if fixed).
+    pub phase: &'static str,
+    /// The knee the adaptive limit's probes measured, once measured.
+    pub knee: Option<f64>,
+    /// The adaptive limit's no-queue baseline hold time, in milliseconds.
+    pub baseline_ms: Option<f64>,
 }
 
 /// The engine's refusals by reason (its `/stats` class counters, summed).
@@ -231,6 +240,15 @@ impl ServerSample {
             queue_len: s["queue_len"].as_u64().unwrap_or(0) as u32,
             refusals: Refusals::from_json(&s["classes"]),
             probes: s["adaptive"]["probes"].as_u64().unwrap_or(0),
+            back_offs: s["adaptive"]["back_offs"].as_u64().unwrap_or(0),
+            phase: match s["adaptive"]["phase"].as_str() {
+                Some("slow start") => "slow start",
+                Some("steady") => "steady",
+                Some("probing") => "probing",
+                _ => "",
+            },
+            knee: s["adaptive"]["knee"].as_f64(),
+            baseline_ms: s["adaptive"]["baseline_ms"].as_f64(),
         });
         Some(ServerSample {
             queued: n(v.get("queued")?)? as usize,
@@ -279,6 +297,13 @@ impl LocalControl {
                     queue_len: stats.queue_len(),
                     refusals: Refusals::of(&stats),
                     probes: stats.adaptive.map_or(0, |a| a.probes),
+                    back_offs: stats.adaptive.map_or(0, |a| a.back_offs),
+                    phase: stats.adaptive.map_or("", |a| a.phase),
+                    knee: stats.adaptive.and_then(|a| a.knee),
+                    baseline_ms: stats
+                        .adaptive
+                        .and_then(|a| a.baseline)
+                        .map(|b| b.as_secs_f64() * 1e3),
                 }
             }),
         }

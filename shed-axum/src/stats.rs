@@ -66,13 +66,14 @@ pub fn to_json(stats: &Stats) -> String {
             };
             let _ = write!(
                 out,
-                r#""adaptive":{{"phase":"{}","baseline_ms":{},"knee":{},"delivery_rate_per_s":{},"headroom":{:.3},"probes":{}}},"#,
+                r#""adaptive":{{"phase":"{}","baseline_ms":{},"knee":{},"delivery_rate_per_s":{},"headroom":{:.3},"probes":{},"back_offs":{}}},"#,
                 adaptive.phase,
                 number(adaptive.baseline.map(|b| b.as_secs_f64() * 1e3)),
                 number(adaptive.knee),
                 number(adaptive.delivery_rate),
                 adaptive.headroom,
                 adaptive.probes,
+                adaptive.back_offs,
             );
         }
         None => out.push_str(r#""adaptive":null,"#),

@@ -367,8 +367,8 @@ async fn run_trials(
             );
             if let Some(engine) = t.server.engine {
                 eprintln!(
-                    "[{scenario}] {policy:<10} {:<6} engine refusals over the trial: {}; adaptive-limit probes {}",
-                    t.spec.label, engine.refusals, engine.probes
+                    "[{scenario}] {policy:<10} {:<6} engine refusals over the trial: {}; adaptive-limit probes {}, back-offs {}",
+                    t.spec.label, engine.refusals, engine.probes, engine.back_offs
                 );
             }
             trials.push(t);

@@ -48,8 +48,11 @@
 //! the service slowed down is too low; both are the anchors' known failure
 //! modes (a drifting or poisoned `rtt_noload`). So the baseline and the knee
 //! are only learned by a *probe*: cut the limit (by half; by a quarter while
-//! no clean baseline was ever measured) and measure the permits admitted
-//! after the cut (an epoch, so older work draining does not count).
+//! no clean baseline was ever measured) and measure the
+//! permits admitted after the cut (an epoch, so older work draining does not
+//! count). A probe only for learning waits until the load has kept the
+//! service full for several rounds in a row: at 90% load a burst fills a
+//! round too, and a cut then refuses work an unprotected server would serve.
 //!
 //! - Throughput held, hold times flat: the probe stands at the knee, and
 //!   `K = X * hold` there.
@@ -80,8 +83,12 @@
 //!
 //! Permits cut at a deadline or abandoned by their caller are lower bounds
 //! whose work may go on downstream: a round where more than
-//! `censored_share` of them were censored cuts the limit by half that share
-//! (as AIMD cuts on drops) and forgets the knee floor until rounds are clean.
+//! `censored_share` of them were censored, held on average at least the
+//! baseline, cuts the limit by half that share (as AIMD cuts on drops) and
+//! forgets the knee floor until rounds are clean. Censored permits held for
+//! less were cut short by callers who spent their patience at the door, not
+//! by the service, and the door answers for those (it learns how long
+//! callers wait).
 //!
 //! # Rounds
 //!
@@ -135,7 +142,7 @@ const DELIVERY_WEIGHT: f64 = 0.1;
 /// How much the headroom moves per round, between its bounds.
 const HEADROOM_STEP: f64 = 0.02;
 /// Rounds from the first knee found to the first refresh probe.
-const FIRST_REFRESH: u32 = 8;
+const FIRST_REFRESH: u32 = 32;
 /// A probe's throughput at or above this share of the throughput before it
 /// means the cut cost nothing: the knee lies no higher. Below the knee the
 /// share is the probe's limit over the knee. A false "held" only costs one
@@ -178,6 +185,19 @@ const SMOOTHED_WEIGHT: u64 = 10;
 /// Rounds in a row with inflated (or fallen) hold times that call for a
 /// probe.
 const SIGNAL_ROUNDS: u32 = 2;
+/// How long fed rounds in a row must last to show that the load holds the
+/// service full, not a burst (nanoseconds): a probe whose only reason is to
+/// learn (the first clean baseline, leaving slow start, a refresh) waits for
+/// it. A cut below the knee costs throughput; under sustained overload that
+/// is a little goodput, but at 90% load a burst fills a round too, and a
+/// probe then refuses work an unprotected server would serve (the bursts of
+/// refusals Envoy's users reported of its periodic probes). Half a second
+/// of a full service at 90% load is rare (see [`SATURATED_SHARE`]).
+const SATURATED_FOR: u64 = 500_000_000;
+/// The share of released permits handed straight to a waiter in each of
+/// those rounds: under overload the door's queue never empties, while a
+/// burst at 90% load leaves gaps.
+const SATURATED_SHARE: f64 = 0.98;
 
 /// Where the algorithm stands.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -215,6 +235,7 @@ pub(crate) struct Beliefs {
     pub(crate) headroom: f64,
     pub(crate) phase: &'static str,
     pub(crate) probes: u64,
+    pub(crate) back_offs: u64,
 }
 
 /// The adaptive limit's state.
@@ -240,11 +261,15 @@ pub(crate) struct Estimator {
     settling: bool,
     streak: Streak,
     rounds_since_probe: u32,
+    /// How long the fed rounds in a row lasted, nanoseconds (see
+    /// [`SATURATED_FOR`]).
+    fed_for: u64,
     /// Rounds between refresh probes: doubling up to `refresh_rounds`.
     refresh_after: u32,
     /// Probes in a row whose knees agreed, averaged into the belief.
     agreeing: u32,
     probes: u64,
+    back_offs: u64,
     /// Completed hold time and count over the slow-start rounds.
     slow_start_pool: (u64, u64),
     /// The throughput of the last slow-start round that doubled the limit.
@@ -272,9 +297,11 @@ impl Estimator {
             settling: true,
             streak: Streak::default(),
             rounds_since_probe: 0,
+            fed_for: 0,
             refresh_after: FIRST_REFRESH.min(settings.refresh_rounds),
             agreeing: 0,
             probes: 0,
+            back_offs: 0,
             slow_start_pool: (0, 0),
             slow_start_rate: None,
             settings,
@@ -319,6 +346,7 @@ impl Estimator {
                 Phase::Probing { .. } => "probing",
             },
             probes: self.probes,
+            back_offs: self.back_offs,
         }
     }
 
@@ -417,6 +445,13 @@ impl Estimator {
         let reliable = round.samples >= RELIABLE_SAMPLES
             && (self.phase != Phase::SlowStart || self.slow_start_pool.1 >= RELIABLE_SAMPLES);
         let faster = reliable && completed_hold < FASTER * baseline;
+        let full = round.handed_off as f64 >= SATURATED_SHARE * round.released as f64;
+        if round.blocked == 0 || !full {
+            self.fed_for = 0;
+        } else {
+            self.fed_for = self.fed_for.saturating_add(round.elapsed);
+        }
+        let saturated = self.fed_for >= SATURATED_FOR;
         if round.blocked == 0 {
             // The limit did not bind: nothing to learn about the knee, but a
             // faster service shows in any round.
@@ -425,7 +460,16 @@ impl Estimator {
             }
             return false;
         }
-        if censored > self.settings.censored_share {
+        // Censored permits held for less than a typical one were cut short
+        // by their callers' clocks, not by the service: their callers spent
+        // their patience waiting at the door (as when a spike begins before
+        // the door has learnt how long callers wait). They are no sign that
+        // the service runs more than it should; long-held ones are.
+        let censored_hold = mean(
+            round.hold.saturating_sub(round.completed_hold),
+            round.censored,
+        );
+        if censored > self.settings.censored_share && censored_hold >= baseline / 2.0 {
             return self.back_off(censored);
         }
         if !fed {
@@ -458,11 +502,19 @@ impl Estimator {
                     .slow_start_rate
                     .is_none_or(|last| released_rate >= SLOW_START_GROWTH * last);
             if !grew {
+                // Past the knee: the probe that measures it waits until the
+                // load is seen to hold the service full.
+                if !saturated {
+                    return false;
+                }
                 return self.start_probe(Throughput::of(round), Cause::Evidence);
             }
             self.slow_start_rate = counted.then_some(released_rate);
         }
         if !self.clean && self.phase != Phase::SlowStart {
+            if !saturated {
+                return false;
+            }
             return self.start_probe(Throughput::of(round), Cause::Evidence);
         }
         // One round may mislead (the first after a new limit reads short,
@@ -512,7 +564,7 @@ impl Estimator {
         } else {
             (self.headroom - HEADROOM_STEP).max(low)
         };
-        if self.rounds_since_probe >= self.refresh_after {
+        if self.rounds_since_probe >= self.refresh_after && saturated {
             // The first refreshes come soon, each measuring the knee again
             // (see knee_found); then they space out to `refresh_rounds`.
             self.refresh_after = self
@@ -565,6 +617,7 @@ impl Estimator {
         }
         self.headroom = self.settings.headroom.0;
         self.streak = Streak::default();
+        self.back_offs += 1;
         self.limit = (self.limit * (1.0 - censored / 2.0)).max(f64::from(self.settings.min));
         self.restart_round();
         true
@@ -578,9 +631,18 @@ impl Estimator {
     /// was queueing inside, and the next cut goes straight below the knee
     /// Little's law suggests with the clean baseline, `before * baseline`.
     fn start_probe(&mut self, before: Throughput, cause: Cause) -> bool {
-        let divisor = if self.clean { 2.0 } else { 4.0 };
-        let target = self.limit / divisor;
+        let target = self.limit / self.probe_divisor();
         self.cut_for_probe(before, cause, target)
+    }
+
+    /// How much a probe cuts: by half, or by a quarter while no clean
+    /// baseline was ever measured (the limit may lie far above the knee).
+    fn probe_divisor(&self) -> f64 {
+        if self.clean {
+            2.0
+        } else {
+            4.0
+        }
     }
 
     fn cut_for_probe(&mut self, before: Throughput, cause: Cause, target: f64) -> bool {
@@ -630,7 +692,7 @@ impl Estimator {
             // measured (the limit may be far above the knee). A cut guided
             // by the baseline would go far too low when the baseline is
             // stale because the service slowed down.
-            let divisor = if self.clean { 2.0 } else { 4.0 };
+            let divisor = self.probe_divisor();
             return self.cut_for_probe(saturated, cause, self.limit / divisor);
         }
         // Little's law at the probe, which stood below the knee with the

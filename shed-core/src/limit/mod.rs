@@ -248,6 +248,9 @@ pub struct AdaptiveStats {
     pub headroom: f64,
     /// Probes run since the engine was built.
     pub probes: u64,
+    /// Times the limit was cut for censored permits since the engine was
+    /// built.
+    pub back_offs: u64,
 }
 
 impl From<estimator::Beliefs> for AdaptiveStats {
@@ -259,6 +262,7 @@ impl From<estimator::Beliefs> for AdaptiveStats {
             delivery_rate: beliefs.delivery_rate,
             headroom: beliefs.headroom,
             probes: beliefs.probes,
+            back_offs: beliefs.back_offs,
         }
     }
 }
