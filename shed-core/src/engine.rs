@@ -227,14 +227,7 @@ impl Engine {
         };
         let (key, cell) = locked.queues.push(rank, cohort, now, expires_at, expiry);
         self.set_queue_len(&locked.queues, rank);
-        Waiter::new(
-            Arc::clone(self),
-            cell,
-            key,
-            rank,
-            self.instant(expires_at),
-            deadline,
-        )
+        Waiter::new(Arc::clone(self), cell, key, rank, deadline)
     }
 
     /// A permit taken without waiting.
@@ -434,8 +427,7 @@ impl Engine {
                 "the queues were purged at this level before the grant"
             );
             self.after_removal(&locked.queues, taken.rank);
-            if let Some(verdict) = self.verdict_for(taken.rank, &taken.entry, now) {
-                locked.settle(&taken.entry, verdict);
+            if self.refuse_if_out_of_time(locked, taken.rank, &taken.entry, now) {
                 continue;
             }
             let sojourn = now.saturating_sub(taken.entry.enqueued_at);
@@ -489,15 +481,39 @@ impl Engine {
         locked.unlock();
     }
 
-    /// Whether a request leaving the queue at `now` must be refused instead of served.
-    fn verdict_for(&self, rank: Rank, entry: &Entry, now: u64) -> Option<CellState> {
-        if now < entry.expires_at {
-            return None;
-        }
-        self.controller
-            .record_sojourn(rank, now.saturating_sub(entry.enqueued_at));
-        let rejection = self.rejection(entry.expiry, rank, entry.cohort);
-        Some(CellState::Rejected(rejection))
+    /// Refuses a request leaving the queue at `now` instead of serving it,
+    /// when its time ran out: its expiry passed, or it waited longer than
+    /// callers of its class are now seen to wait with the work still to do.
+    /// Its expiry was set when it queued, maybe before any caller was seen
+    /// to hang up (as a spike begins); served now, it would likely be
+    /// abandoned half-way, its work going on for nobody while its slot lets
+    /// another in. Its expiry then reads as the moment its patience ran out.
+    /// Returns whether it was refused.
+    fn refuse_if_out_of_time(
+        &self,
+        locked: &mut Locked<'_>,
+        rank: Rank,
+        entry: &Entry,
+        now: u64,
+    ) -> bool {
+        let sojourn = now.saturating_sub(entry.enqueued_at);
+        let patience_ends = self
+            .patience_budget(rank.class())
+            .map(|budget| entry.enqueued_at.saturating_add(budget))
+            .filter(|ends| *ends < now);
+        let waker = if now >= entry.expires_at {
+            self.controller.record_sojourn(rank, sojourn);
+            let rejection = self.rejection(entry.expiry, rank, entry.cohort);
+            entry.cell.settle(CellState::Rejected(rejection))
+        } else if let Some(ends) = patience_ends {
+            self.controller.record_sojourn(rank, sojourn);
+            let rejection = self.rejection(RejectReason::QueueTimeout, rank, entry.cohort);
+            entry.cell.settle_expired_at(ends, rejection)
+        } else {
+            return false;
+        };
+        locked.wakers.extend(waker);
+        true
     }
 
     /// Refuses every waiting request that `level` sheds.

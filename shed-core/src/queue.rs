@@ -21,6 +21,7 @@
 //! a cell hands back its waker instead of calling it: wakers run after the
 //! queue lock is released (see [`WakeList`](crate::wake_list::WakeList)).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -31,6 +32,13 @@ use crate::{Cohort, Level, Rank, RejectReason, Rejection};
 #[derive(Debug)]
 pub(crate) struct WaitCell {
     pub(crate) state: Mutex<CellState>,
+    /// When the request leaves the queue unserved (nanoseconds since the
+    /// engine's epoch). Set when it queues; brought forward only as it
+    /// leaves the queue, under the queue lock, by a refusal for the
+    /// patience the engine learnt meanwhile (see `Engine::verdict_for`).
+    /// Read by its waiter under the cell's lock; `Relaxed`, since the cell
+    /// lock orders it.
+    expires_at: AtomicU64,
 }
 
 /// The verdict of a waiting request.
@@ -47,10 +55,30 @@ pub(crate) enum CellState {
 }
 
 impl WaitCell {
-    fn new() -> Arc<WaitCell> {
+    fn new(expires_at: u64) -> Arc<WaitCell> {
         Arc::new(WaitCell {
             state: Mutex::new(CellState::Waiting(None)),
+            expires_at: AtomicU64::new(expires_at),
         })
+    }
+
+    /// When the request leaves the queue unserved, in nanoseconds since the
+    /// engine's epoch.
+    pub(crate) fn expires_at(&self) -> u64 {
+        self.expires_at.load(Ordering::Relaxed)
+    }
+
+    /// Leaves a refusal for time that came sooner than the expiry set when
+    /// the request queued: its expiry becomes `at`, so that its waiter (and
+    /// whoever asks it) sees when its time ran out. Returns the waker.
+    #[must_use = "the waiter must be woken after the queue lock is released"]
+    pub(crate) fn settle_expired_at(&self, at: u64, rejection: Rejection) -> Option<Waker> {
+        let mut state = self.state.lock();
+        self.expires_at.fetch_min(at, Ordering::Relaxed);
+        match std::mem::replace(&mut *state, CellState::Rejected(rejection)) {
+            CellState::Waiting(waker) => waker,
+            _ => None,
+        }
     }
 
     /// Leaves a verdict for a waiting request; returns the waker to call
@@ -156,7 +184,7 @@ impl WaitQueues {
     ) -> (QueueKey, Arc<WaitCell>) {
         let id = self.next_id;
         self.next_id += 1;
-        let cell = WaitCell::new();
+        let cell = WaitCell::new(expires_at);
         let entry = Entry {
             id,
             cell: Arc::clone(&cell),

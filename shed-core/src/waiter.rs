@@ -54,7 +54,6 @@ pub struct Waiter {
     cell: Arc<WaitCell>,
     key: QueueKey,
     rank: Rank,
-    expires_at: Instant,
     deadline: Option<u64>,
     finished: bool,
 }
@@ -65,7 +64,6 @@ impl Waiter {
         cell: Arc<WaitCell>,
         key: QueueKey,
         rank: Rank,
-        expires_at: Instant,
         deadline: Option<u64>,
     ) -> Waiter {
         Waiter {
@@ -73,7 +71,6 @@ impl Waiter {
             cell,
             key,
             rank,
-            expires_at,
             deadline,
             finished: false,
         }
@@ -85,9 +82,17 @@ impl Waiter {
     }
 
     /// When the request leaves the queue unserved if no slot came: the end of
-    /// its class's maximum wait, or its deadline less the minimum useful window.
+    /// its class's maximum wait (no longer than callers of its class are seen
+    /// to wait, less the work), or its deadline less the minimum useful
+    /// window.
+    ///
+    /// It is set when the request queues, and only ever comes sooner: a
+    /// request that reaches the front of the queue after waiting longer than
+    /// callers of its class were seen to wait meanwhile (as a spike begins,
+    /// before any had hung up) is refused then, since served it would likely
+    /// be abandoned half-way, and its expiry reads as that moment.
     pub fn expires_at(&self) -> Instant {
-        self.expires_at
+        self.engine.instant(self.cell.expires_at())
     }
 
     fn take_verdict(&mut self) -> Result<Permit, Rejection> {
@@ -116,7 +121,7 @@ impl Future for Waiter {
         let mut state = this.cell.state.lock();
         if let CellState::Waiting(waker) = &mut *state {
             let now = this.engine.now();
-            if now < this.engine.since_epoch(this.expires_at) {
+            if now < this.cell.expires_at() {
                 match waker {
                     Some(waker) if waker.will_wake(cx.waker()) => {}
                     _ => *waker = Some(cx.waker().clone()),
@@ -156,7 +161,7 @@ impl fmt::Debug for Waiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Waiter")
             .field("rank", &self.rank)
-            .field("expires_at", &self.expires_at)
+            .field("expires_at", &self.expires_at())
             .finish_non_exhaustive()
     }
 }

@@ -103,3 +103,32 @@ fn while_the_controller_sheds_a_request_waits_no_longer_than_the_service_takes()
     assert!(refused.retry_after().is_some());
     drop(held);
 }
+
+#[test]
+fn a_waiter_queued_before_any_hang_up_is_refused_once_it_outwaited_its_callers() {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let busy = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    // It queues while nobody has hung up yet: its class's maximum, 500 ms.
+    let queued_at = clock.now();
+    let mut early = queued(shedder.admit(&Arrival::new(Class::Interactive)));
+    assert_eq!(early.expires_at(), queued_at + ms(500));
+    // Then callers like it are seen to give up after 250 ms.
+    let waiting: Vec<_> = (0..20)
+        .map(|_| queued(shedder.admit(&Arrival::new(Class::Interactive))))
+        .collect();
+    clock.advance(ms(250));
+    drop(waiting);
+    clock.advance(ms(50)); // the interval closes on the next event
+    drop(shedder.try_admit(&Arrival::new(Class::Batch)));
+    // The slot comes back 300 ms after it queued: served now, its caller
+    // would likely hang up half-way. It is refused, and its expiry reads
+    // as when its patience ran out (the 250 ms hang-ups fall in the
+    // histogram bucket [229 ms, 262 ms)).
+    drop(busy);
+    let refused = common::ready(&mut early).expect_err("refused, not served");
+    assert_eq!(refused.reason(), RejectReason::QueueTimeout);
+    let waited = early.expires_at() - queued_at;
+    assert!((ms(229)..=ms(262)).contains(&waited), "{waited:?}");
+    assert!(early.expires_at() <= clock.now());
+    assert_eq!(shedder.in_flight(), 0, "the slot is not lost");
+}
