@@ -320,12 +320,22 @@ impl Engine {
 
     /// How long a new arrival of `rank` would wait for a slot, in nanoseconds;
     /// zero while the slot time is unknown.
+    ///
+    /// Below overload the slots drain at the limit the service is held to
+    /// sustain (an adaptive limit's probe cuts it for a round, and the queue
+    /// that builds meanwhile drains once the round ends). While the level
+    /// sheds, the wait is what the limit in force gives now: a request
+    /// admitted to wait behind a probe's cut would wait twice as long as
+    /// the overload's short queue is meant to let it.
     fn predicted_wait(&self, rank: Rank) -> u64 {
-        self.controller
-            .slot_time(self.sustained_limit())
-            .map_or(0, |slot_time| {
-                (u64::from(self.queue_ahead(rank)) + 1).saturating_mul(slot_time)
-            })
+        let limit = if self.controller.level() == Level::NONE {
+            self.sustained_limit()
+        } else {
+            self.slots.limit()
+        };
+        self.controller.slot_time(limit).map_or(0, |slot_time| {
+            (u64::from(self.queue_ahead(rank)) + 1).saturating_mul(slot_time)
+        })
     }
 
     /// A permit's slot comes back: it was taken at `started_at`, in `epoch`,
