@@ -584,7 +584,7 @@ impl Estimator {
             return true;
         }
         let target = delivery * baseline / 1e9 * (1.0 + self.headroom);
-        self.limit = target.max(self.knee.map_or(0.0, |knee| knee * (1.0 + low)));
+        self.limit = target.max(self.knee.map_or(0.0, |knee| knee_floor(knee, low)));
         false
     }
 
@@ -750,7 +750,7 @@ impl Estimator {
         } else {
             before
         });
-        let floor = new_knee * (1.0 + self.settings.headroom.0);
+        let floor = knee_floor(new_knee, self.settings.headroom.0);
         self.limit = match (cause, self.phase, old_knee) {
             // A refresh only refines the knee: the limit goes back to where
             // it stood, moved as much as the knee moved.
@@ -772,6 +772,15 @@ impl Estimator {
         self.round = IntervalSamples::default();
         self.settling = true;
     }
+}
+
+/// The least limit for a measured knee: the knee and the low headroom, and
+/// never below the knee rounded up. A small knee rounded to the nearest can
+/// fall below it: a knee of 1.2 (one core with a little I/O) kept at a limit
+/// of 1 leaves a sixth of the throughput unused, where a limit of 2 costs a
+/// little latency.
+fn knee_floor(knee: f64, headroom: f64) -> f64 {
+    (knee * (1.0 + headroom)).max(knee.ceil())
 }
 
 /// An estimate as a whole limit: rounded to the nearest, within the bounds.

@@ -484,3 +484,13 @@ fn while_it_probes_the_sustained_limit_is_the_one_the_probe_cut_from() {
     }
     assert!(probes >= 2, "{probes} probes seen");
 }
+
+#[test]
+fn a_knee_of_1_2_keeps_a_limit_of_2_and_one_of_8_3_a_limit_of_9() {
+    let settings = settings(8);
+    let low = settings.headroom.0;
+    // To the nearest, 1.2 x 1.06 would be 1: a sixth of the throughput lost.
+    assert_eq!(to_limit(knee_floor(1.2, low), &settings), 2);
+    assert_eq!(to_limit(knee_floor(8.3, low), &settings), 9);
+    assert_eq!(to_limit(knee_floor(1.0, low), &settings), 1);
+}
