@@ -48,11 +48,12 @@
 //! the service slowed down is too low; both are the anchors' known failure
 //! modes (a drifting or poisoned `rtt_noload`). So the baseline and the knee
 //! are only learned by a *probe*: cut the limit (by half; by a quarter while
-//! no clean baseline was ever measured) and measure the
-//! permits admitted after the cut (an epoch, so older work draining does not
-//! count). A probe only for learning waits until the load has kept the
-//! service full for several rounds in a row: at 90% load a burst fills a
-//! round too, and a cut then refuses work an unprotected server would serve.
+//! no clean baseline was ever measured) and measure the permits admitted
+//! after the cut (an epoch, so older work draining does not count). A probe
+//! only for learning waits until rounds in a row that handed nearly every
+//! released slot straight to a waiter have lasted half a second: at 90% load
+//! a burst fills a round too, and a cut then refuses work an unprotected
+//! server would serve.
 //!
 //! - Throughput held, hold times flat: the probe stands at the knee, and
 //!   `K = X * hold` there.
@@ -83,7 +84,7 @@
 //!
 //! Permits cut at a deadline or abandoned by their caller are lower bounds
 //! whose work may go on downstream: a round where more than
-//! `censored_share` of them were censored, held on average at least the
+//! `censored_share` of them were censored, held on average at least half the
 //! baseline, cuts the limit by half that share (as AIMD cuts on drops) and
 //! forgets the knee floor until rounds are clean. Censored permits held for
 //! less were cut short by callers who spent their patience at the door, not
@@ -185,14 +186,15 @@ const SMOOTHED_WEIGHT: u64 = 10;
 /// Rounds in a row with inflated (or fallen) hold times that call for a
 /// probe.
 const SIGNAL_ROUNDS: u32 = 2;
-/// How long fed rounds in a row must last to show that the load holds the
-/// service full, not a burst (nanoseconds): a probe whose only reason is to
+/// How long rounds in a row with a standing queue at the door (see
+/// [`SATURATED_SHARE`]) must last to show that the load holds the service
+/// full, not a burst (nanoseconds): a probe whose only reason is to
 /// learn (the first clean baseline, leaving slow start, a refresh) waits for
 /// it. A cut below the knee costs throughput; under sustained overload that
 /// is a little goodput, but at 90% load a burst fills a round too, and a
 /// probe then refuses work an unprotected server would serve (the bursts of
 /// refusals Envoy's users reported of its periodic probes). Half a second
-/// of a full service at 90% load is rare (see [`SATURATED_SHARE`]).
+/// of them at 90% load is rare.
 const SATURATED_FOR: u64 = 500_000_000;
 /// The share of released permits handed straight to a waiter in each of
 /// those rounds: under overload the door's queue never empties, while a
@@ -261,9 +263,9 @@ pub(crate) struct Estimator {
     settling: bool,
     streak: Streak,
     rounds_since_probe: u32,
-    /// How long the fed rounds in a row lasted, nanoseconds (see
-    /// [`SATURATED_FOR`]).
-    fed_for: u64,
+    /// How long the rounds in a row that handed at least
+    /// [`SATURATED_SHARE`] of their releases to waiters lasted, nanoseconds.
+    full_for: u64,
     /// Rounds between refresh probes: doubling up to `refresh_rounds`.
     refresh_after: u32,
     /// Probes in a row whose knees agreed, averaged into the belief.
@@ -297,7 +299,7 @@ impl Estimator {
             settling: true,
             streak: Streak::default(),
             rounds_since_probe: 0,
-            fed_for: 0,
+            full_for: 0,
             refresh_after: FIRST_REFRESH.min(settings.refresh_rounds),
             agreeing: 0,
             probes: 0,
@@ -447,11 +449,11 @@ impl Estimator {
         let faster = reliable && completed_hold < FASTER * baseline;
         let full = round.handed_off as f64 >= SATURATED_SHARE * round.released as f64;
         if round.blocked == 0 || !full {
-            self.fed_for = 0;
+            self.full_for = 0;
         } else {
-            self.fed_for = self.fed_for.saturating_add(round.elapsed);
+            self.full_for = self.full_for.saturating_add(round.elapsed);
         }
-        let saturated = self.fed_for >= SATURATED_FOR;
+        let saturated = self.full_for >= SATURATED_FOR;
         if round.blocked == 0 {
             // The limit did not bind: nothing to learn about the knee, but a
             // faster service shows in any round.
@@ -460,11 +462,12 @@ impl Estimator {
             }
             return false;
         }
-        // Censored permits held for less than a typical one were cut short
-        // by their callers' clocks, not by the service: their callers spent
-        // their patience waiting at the door (as when a spike begins before
-        // the door has learnt how long callers wait). They are no sign that
-        // the service runs more than it should; long-held ones are.
+        // Censored permits held on average for less than half the baseline
+        // were cut short by their callers' clocks, not by the service: their
+        // callers spent their patience waiting at the door (as when a spike
+        // begins before the door has learnt how long callers wait). They are
+        // no sign that the service runs more than it should; long-held ones
+        // are.
         let censored_hold = mean(
             round.hold.saturating_sub(round.completed_hold),
             round.censored,
