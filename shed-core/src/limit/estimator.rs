@@ -50,10 +50,10 @@
 //! are only learned by a *probe*: cut the limit (by half; by a quarter while
 //! no clean baseline was ever measured) and measure the permits admitted
 //! after the cut (an epoch, so older work draining does not count). A probe
-//! only for learning waits until rounds in a row that handed nearly every
-//! released slot straight to a waiter have lasted half a second: at 90% load
-//! a burst fills a round too, and a cut then refuses work an unprotected
-//! server would serve.
+//! only for learning (leaving slow start, a refresh) waits until rounds in a
+//! row that handed nearly every released slot straight to a waiter have
+//! lasted half a second: at 90% load a burst fills a round too, and a cut
+//! then refuses work an unprotected server would serve.
 //!
 //! - Throughput held, hold times flat: the probe stands at the knee, and
 //!   `K = X * hold` there.
@@ -143,7 +143,7 @@ const DELIVERY_WEIGHT: f64 = 0.1;
 /// How much the headroom moves per round, between its bounds.
 const HEADROOM_STEP: f64 = 0.02;
 /// Rounds from the first knee found to the first refresh probe.
-const FIRST_REFRESH: u32 = 32;
+const FIRST_REFRESH: u32 = 8;
 /// A probe's throughput at or above this share of the throughput before it
 /// means the cut cost nothing: the knee lies no higher. Below the knee the
 /// share is the probe's limit over the knee. A false "held" only costs one
@@ -189,8 +189,9 @@ const SIGNAL_ROUNDS: u32 = 2;
 /// How long rounds in a row with a standing queue at the door (see
 /// [`SATURATED_SHARE`]) must last to show that the load holds the service
 /// full, not a burst (nanoseconds): a probe whose only reason is to
-/// learn (the first clean baseline, leaving slow start, a refresh) waits for
-/// it. A cut below the knee costs throughput; under sustained overload that
+/// learn (leaving slow start, a refresh) waits for it; one from a limit
+/// that may lie far above the knee (a large initial limit, no clean
+/// baseline yet) does not. A cut below the knee costs throughput; under sustained overload that
 /// is a little goodput, but at 90% load a burst fills a round too, and a
 /// probe then refuses work an unprotected server would serve (the bursts of
 /// refusals Envoy's users reported of its periodic probes). Half a second
@@ -515,9 +516,8 @@ impl Estimator {
             self.slow_start_rate = counted.then_some(released_rate);
         }
         if !self.clean && self.phase != Phase::SlowStart {
-            if !saturated {
-                return false;
-            }
+            // A large initial limit (or one backed off before any probe):
+            // it may lie far above the knee, so the probe goes at once.
             return self.start_probe(Throughput::of(round), Cause::Evidence);
         }
         // One round may mislead (the first after a new limit reads short,
