@@ -189,9 +189,9 @@ const SIGNAL_ROUNDS: u32 = 2;
 /// How long rounds in a row with a standing queue at the door (see
 /// [`SATURATED_SHARE`]) must last to show that the load holds the service
 /// full, not a burst (nanoseconds): a probe whose only reason is to
-/// learn (leaving slow start, a refresh) waits for it; one from a limit
-/// that may lie far above the knee (a large initial limit, no clean
-/// baseline yet) does not. A cut below the knee costs throughput; under sustained overload that
+/// learn (leaving slow start, or the first clean baseline after backing
+/// off out of it, a refresh) waits for it; the first from a large initial
+/// limit, which may lie far above the knee, does not. A cut below the knee costs throughput; under sustained overload that
 /// is a little goodput, but at 90% load a burst fills a round too, and a
 /// probe then refuses work an unprotected server would serve (the bursts of
 /// refusals Envoy's users reported of its periodic probes). Half a second
@@ -516,8 +516,15 @@ impl Estimator {
             self.slow_start_rate = counted.then_some(released_rate);
         }
         if !self.clean && self.phase != Phase::SlowStart {
-            // A large initial limit (or one backed off before any probe):
-            // it may lie far above the knee, so the probe goes at once.
+            // A large initial limit may lie far above the knee: its probe
+            // goes at once. A limit that left slow start by backing off
+            // waits for saturation, as slow start's own exit does: a spike's
+            // first second (or a slowdown's) is no time to cut it by a
+            // quarter.
+            let from_slow_start = self.settings.initial <= SLOW_START_MAX;
+            if from_slow_start && !saturated {
+                return false;
+            }
             return self.start_probe(Throughput::of(round), Cause::Evidence);
         }
         // One round may mislead (the first after a new limit reads short,
