@@ -35,7 +35,7 @@ pub(crate) struct WaitCell {
     /// When the request leaves the queue unserved (nanoseconds since the
     /// engine's epoch). Set when it queues; brought forward only as it
     /// leaves the queue, under the queue lock, by a refusal for the
-    /// patience the engine learnt meanwhile (see `Engine::verdict_for`).
+    /// patience the engine learnt meanwhile (see `Engine::refuse_if_out_of_time`).
     /// Read by its waiter under the cell's lock; `Relaxed`, since the cell
     /// lock orders it.
     expires_at: AtomicU64,

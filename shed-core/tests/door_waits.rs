@@ -17,14 +17,24 @@ use shed_core::{Arrival, Class, Clock, Cohort, ManualClock, Permit, RejectReason
 /// Returns the busy permit.
 fn callers_that_give_up_at_250_ms(shedder: &Shedder, clock: &ManualClock) -> Permit {
     let busy = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    interactive_callers_hang_up_after_250_ms(shedder, clock, ms(1));
+    busy
+}
+
+/// Twenty interactive requests queue and their callers hang up after
+/// 250 ms; the interval closes `later`, on the next event.
+fn interactive_callers_hang_up_after_250_ms(
+    shedder: &Shedder,
+    clock: &ManualClock,
+    later: Duration,
+) {
     let waiting: Vec<_> = (0..20)
         .map(|_| queued(shedder.admit(&Arrival::new(Class::Interactive))))
         .collect();
     clock.advance(ms(250));
     drop(waiting);
-    clock.advance(ms(1)); // the interval closes on the next event
+    clock.advance(later);
     drop(shedder.try_admit(&Arrival::new(Class::Batch)));
-    busy
 }
 
 #[test]
@@ -113,13 +123,7 @@ fn a_waiter_queued_before_any_hang_up_is_refused_once_it_outwaited_its_callers()
     let mut early = queued(shedder.admit(&Arrival::new(Class::Interactive)));
     assert_eq!(early.expires_at(), queued_at + ms(500));
     // Then callers like it are seen to give up after 250 ms.
-    let waiting: Vec<_> = (0..20)
-        .map(|_| queued(shedder.admit(&Arrival::new(Class::Interactive))))
-        .collect();
-    clock.advance(ms(250));
-    drop(waiting);
-    clock.advance(ms(50)); // the interval closes on the next event
-    drop(shedder.try_admit(&Arrival::new(Class::Batch)));
+    interactive_callers_hang_up_after_250_ms(&shedder, &clock, ms(50));
     // The slot comes back 300 ms after it queued: served now, its caller
     // would likely hang up half-way. It is refused, and its expiry reads
     // as when its patience ran out (the 250 ms hang-ups fall in the
