@@ -35,7 +35,7 @@ use crate::sync;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::config::Config;
-use crate::offered_load::OfferedLoad;
+use crate::offered_load::{self, OfferedLoad};
 use crate::service_time::ServiceTimes;
 use crate::{Cohort, Level, Rank};
 
@@ -164,6 +164,17 @@ impl Controller {
         self.service
             .steady_mean()
             .map(|mean| f64::from(limit.max(1)) * 1e9 / mean as f64)
+    }
+
+    /// Whether the requests that passed the level since the current
+    /// interval began surely outnumber what `drain` requests per second
+    /// finish meanwhile: a surge the interval's close has not judged yet.
+    pub(crate) fn surging(&self, now: u64, drain: f64) -> bool {
+        let began = self.last_update.load(Ordering::Relaxed);
+        let arrivals = (self.passed.iter())
+            .map(|count| count.load(Ordering::Relaxed))
+            .sum();
+        offered_load::surges(arrivals, now.saturating_sub(began), drain)
     }
 
     /// Claims the interval boundary if the interval is due (or `force`d by

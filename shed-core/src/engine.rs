@@ -22,6 +22,10 @@ use crate::{
     random, Admission, Arrival, Class, Cohort, Level, Permit, Rank, RejectReason, Rejection,
 };
 
+/// Waiters enough to keep every slot busy in a sustained overload; see
+/// [`Engine::overload_wait`].
+const OVERLOAD_QUEUE: u32 = 8;
+
 /// Everything a shedder shares between its clones, permits and waiters.
 #[derive(Debug)]
 pub(crate) struct Engine {
@@ -136,7 +140,7 @@ impl Engine {
             if deadline.is_some_and(|deadline| deadline - now < wait.saturating_add(window)) {
                 return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort());
             }
-            let budget = [self.patience_budget(rank.class()), self.overload_wait()];
+            let budget = [self.patience_budget(rank.class()), self.overload_wait(now)];
             if budget.into_iter().flatten().any(|budget| budget < wait) {
                 return self.refuse(RejectReason::QueueFull, rank, cohort());
             }
@@ -307,15 +311,42 @@ impl Engine {
     /// The longest a request should wait at the door while the controller
     /// sheds (the level is raised): a sustained overload needs no queue
     /// longer than keeps the slots busy between completions, and every
-    /// request waiting longer only adds its wait to the latency of all. It
-    /// is the mean service time (at least the target sojourn); bursts
-    /// without sustained overload may wait as long as callers do.
-    fn overload_wait(&self) -> Option<u64> {
-        if self.controller.level() == Level::NONE {
+    /// request waiting longer only adds its wait to the latency of all.
+    /// With arrivals at least as fast as completions, a queue of
+    /// [`OVERLOAD_QUEUE`] waiters runs dry only when that many completions
+    /// and one more come before any arrival (odds of 1 in 512 at most): so
+    /// the wait is that many slot times at the limit in force, and never
+    /// more than one mean service time (at least the target sojourn).
+    /// Under a limit set far above what the service runs at once, the
+    /// service time counts the queue inside the service while the slot time
+    /// is still the gap between completions: the door then keeps a few
+    /// waiters, not a second queue as long as the service's.
+    ///
+    ///
+    /// The same holds at the lowest level while a surge is arriving (more
+    /// than the slots drain since the interval began, surely): an
+    /// overload's first interval would otherwise build a queue as long as
+    /// callers wait, served after the level rises at waits near their
+    /// patience. Bursts without overload may wait as long as callers do.
+    fn overload_wait(&self, now: u64) -> Option<u64> {
+        if self.controller.level() == Level::NONE && !self.surging(now) {
             return None;
         }
         let service = self.controller.mean_service().unwrap_or(0);
-        Some(service.max(self.config.target_sojourn))
+        let waiters = self
+            .controller
+            .slot_time(self.slots.limit())
+            .map_or(0, |slot_time| {
+                slot_time.saturating_mul(u64::from(OVERLOAD_QUEUE))
+            });
+        Some(service.min(waiters).max(self.config.target_sojourn))
+    }
+
+    /// Whether more requests are arriving than the sustained limit drains,
+    /// before the interval's close judges it.
+    fn surging(&self, now: u64) -> bool {
+        let drain = self.controller.drain_rate(self.sustained_limit());
+        drain.is_some_and(|drain| self.controller.surging(now, drain))
     }
 
     /// How long a new arrival of `rank` would wait for a slot, in nanoseconds;
