@@ -168,13 +168,14 @@ impl Controller {
 
     /// Whether the requests that passed the level since the current
     /// interval began surely outnumber what `drain` requests per second
-    /// finish meanwhile: a surge the interval's close has not judged yet.
-    pub(crate) fn surging(&self, now: u64, drain: f64) -> bool {
+    /// finish meanwhile, and `allowance` more: a surge the interval's close
+    /// has not judged yet.
+    pub(crate) fn surging(&self, now: u64, drain: f64, allowance: u32) -> bool {
         let began = self.last_update.load(Ordering::Relaxed);
         let arrivals = (self.passed.iter())
             .map(|count| count.load(Ordering::Relaxed))
             .sum();
-        offered_load::surges(arrivals, now.saturating_sub(began), drain)
+        offered_load::surges(arrivals, now.saturating_sub(began), drain, allowance)
     }
 
     /// Claims the interval boundary if the interval is due (or `force`d by

@@ -342,11 +342,12 @@ impl Engine {
         Some(service.min(waiters).max(self.config.target_sojourn))
     }
 
-    /// Whether more requests are arriving than the sustained limit drains,
-    /// before the interval's close judges it.
+    /// Whether more requests are arriving than the sustained limit drains
+    /// and the overload's queue holds, before the interval's close judges
+    /// it.
     fn surging(&self, now: u64) -> bool {
         let drain = self.controller.drain_rate(self.sustained_limit());
-        drain.is_some_and(|drain| self.controller.surging(now, drain))
+        drain.is_some_and(|drain| self.controller.surging(now, drain, OVERLOAD_QUEUE))
     }
 
     /// How long a new arrival of `rank` would wait for a slot, in nanoseconds;

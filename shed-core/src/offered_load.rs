@@ -46,12 +46,12 @@ const FAST_WEIGHT: f64 = 0.5;
 const SURGE_CONFIDENCE: f64 = 2.5;
 /// Fewest arrivals in part of an interval that may show a surge.
 const SURGE_AT_LEAST: u64 = 10;
-/// Arrivals counted as drained however short the time: the waiters the
-/// door keeps in an overload (the engine's `OVERLOAD_QUEUE`).
-const SURGE_ALLOWANCE: u32 = 8;
 
 /// Whether `arrivals` in the `elapsed` nanoseconds since an interval began
-/// surely outnumber what `drain` requests per second finish in that time:
+/// surely outnumber what `drain` requests per second finish in that time,
+/// counted as at least `allowance` (the waiters an overload's queue keeps
+/// anyway, so that a burst of simultaneous arrivals, a caller's fan-out,
+/// is no surge):
 /// by more than [`SURGE_CONFIDENCE`] standard errors of a Poisson count,
 /// counting at least [`SURGE_AT_LEAST`] arrivals. Simulated with Poisson
 /// arrivals and judged at each: at nine tenths of the drain rate of 8 slots
@@ -59,14 +59,11 @@ const SURGE_ALLOWANCE: u32 = 8;
 /// point; four times the drain of one slot of 10 ms shows within 48 ms
 /// half the time and 64 ms nine times in ten, and twelve times the drain
 /// of 8 slots of 20 ms within 4 ms.
-pub(crate) fn surges(arrivals: u64, elapsed: u64, drain: f64) -> bool {
+pub(crate) fn surges(arrivals: u64, elapsed: u64, drain: f64, allowance: u32) -> bool {
     if arrivals < SURGE_AT_LEAST {
         return false;
     }
-    // A burst of simultaneous arrivals (a caller's fan-out) is no surge:
-    // counted as drained are at least the waiters an overload's queue
-    // keeps anyway.
-    let drained = (drain * elapsed as f64 / 1e9).max(f64::from(SURGE_ALLOWANCE));
+    let drained = (drain * elapsed as f64 / 1e9).max(f64::from(allowance));
     let arrivals = arrivals as f64;
     arrivals - drained >= SURGE_CONFIDENCE * arrivals.sqrt()
 }
@@ -197,14 +194,14 @@ mod tests {
     #[test]
     fn four_times_the_drain_of_one_10_ms_slot_surges_within_50_ms() {
         // 384 arrivals a second, 96 drained: about 19 in 50 ms, 4.8 drained.
-        assert!(surges(20, 50_000_000, 96.0));
-        assert!(!surges(9, 10_000_000, 96.0), "too few to tell");
+        assert!(surges(20, 50_000_000, 96.0, 8));
+        assert!(!surges(9, 10_000_000, 96.0, 8), "too few to tell");
     }
 
     #[test]
     fn a_burst_of_fifteen_at_once_is_no_surge() {
-        assert!(!surges(15, 0, 100.0));
-        assert!(surges(25, 0, 100.0));
+        assert!(!surges(15, 0, 100.0, 8));
+        assert!(surges(25, 0, 100.0, 8));
     }
 
     #[test]
@@ -212,8 +209,8 @@ mod tests {
         // 8 slots of 20 ms drain 380 a second; at 342 offered, 34 arrive an
         // interval on average, and 3.4 in its first 10 ms. Counts at about
         // three standard deviations above those means:
-        assert!(!surges(52, INTERVAL, 380.0));
-        assert!(!surges(9, 10_000_000, 380.0));
+        assert!(!surges(52, INTERVAL, 380.0, 8));
+        assert!(!surges(9, 10_000_000, 380.0, 8));
     }
 
     #[test]
