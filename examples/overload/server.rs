@@ -144,6 +144,8 @@ pub struct EngineSample {
     pub knee: Option<f64>,
     /// The adaptive limit's no-queue baseline hold time, in milliseconds.
     pub baseline_ms: Option<f64>,
+    /// The admission level (0 admits everything; 128 positions a rank).
+    pub level: u16,
 }
 
 /// The engine's refusals by reason (its `/stats` class counters, summed).
@@ -249,6 +251,7 @@ impl ServerSample {
             },
             knee: s["adaptive"]["knee"].as_f64(),
             baseline_ms: s["adaptive"]["baseline_ms"].as_f64(),
+            level: s["level"].as_u64().unwrap_or(0) as u16,
         });
         Some(ServerSample {
             queued: n(v.get("queued")?)? as usize,
@@ -304,6 +307,7 @@ impl LocalControl {
                         .adaptive
                         .and_then(|a| a.baseline)
                         .map(|b| b.as_secs_f64() * 1e3),
+                    level: stats.level.get(),
                 }
             }),
         }
