@@ -1231,6 +1231,10 @@ fn assert_nothing_lost(shedder: &Shedder, clock: &ManualClock) {
     let lowest = Arrival::new(Class::Background)
         .with_attempt(2)
         .with_cohort(Cohort::MIN);
+    // The first event after the quiet spell closes an interval, where an
+    // adaptive limit may move: let it, before reading the limit (the clock
+    // stands still from here, so no other interval closes).
+    drop(shedder.try_admit(&lowest));
     let permits: Vec<Permit> = (0..shedder.limit())
         .map(|_| shedder.try_admit(&lowest).expect("a free slot"))
         .collect();
@@ -1275,13 +1279,15 @@ fn no_slot_is_lost_while_the_clock_and_the_limit_move_under_load() {
 /// The same with the adaptive limit: its updates, where intervals close,
 /// race `set_limit` from the workers (which only ever set 1 or 2, so a
 /// larger limit seen is the estimator's own; and rarely, since each call
-/// restarts the estimator's round). Ten runs, each checked; the estimator
-/// must have moved the limit in at least four of them (it did in 198 of 240
-/// runs measured, so fewer than four would happen by chance about once in
-/// three thousand test runs).
+/// restarts the estimator's round). Twenty runs, each checked; the
+/// estimator must have moved the limit in at least one of them. How often
+/// it does depends on how the threads interleave: in 224 of 300 runs
+/// measured on an idle machine, and 88 of 240 with a release build running
+/// beside the test, so none of twenty by chance would happen about once in
+/// 10^12 and once in 10^4 test runs.
 #[test]
 fn no_slot_is_lost_while_set_limit_races_the_adaptive_limit() {
-    const RACING_RUNS: u64 = 10;
+    const RACING_RUNS: u64 = 20;
     let _serial = one_at_a_time();
     let mut moved = 0;
     for run in 0..RACING_RUNS {
@@ -1315,7 +1321,7 @@ fn no_slot_is_lost_while_set_limit_races_the_adaptive_limit() {
         assert_nothing_lost(&shedder, &clock);
     }
     assert!(
-        moved >= 4,
-        "the estimator moved the limit in {moved} of {RACING_RUNS} runs"
+        moved >= 1,
+        "the estimator never moved the limit in {RACING_RUNS} runs"
     );
 }
