@@ -135,12 +135,15 @@ impl Engine {
             // leaves (else it is refused without Retry-After, the caller's
             // time being gone) and what callers are seen to wait (else it is
             // refused for overload: the queue is longer than anyone waits).
-            let wait = self.predicted_wait(rank);
+            let wait = self.predicted_wait(rank, level);
             let window = self.useful_window_when_waiting();
             if deadline.is_some_and(|deadline| deadline - now < wait.saturating_add(window)) {
                 return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort());
             }
-            let budget = [self.patience_budget(rank.class()), self.overload_wait(now)];
+            let budget = [
+                self.patience_budget(rank.class()),
+                self.overload_wait(level, now),
+            ];
             if budget.into_iter().flatten().any(|budget| budget < wait) {
                 return self.refuse(RejectReason::QueueFull, rank, cohort());
             }
@@ -314,7 +317,8 @@ impl Engine {
     /// request waiting longer only adds its wait to the latency of all.
     /// With arrivals at least as fast as completions, a queue of
     /// [`OVERLOAD_QUEUE`] waiters runs dry only when that many completions
-    /// and one more come before any arrival (odds of 1 in 512 at most): so
+    /// and one more come before any arrival (odds of 1 in 512 at most, for
+    /// Poisson arrivals and exponential service times): so
     /// the wait is that many slot times at the limit in force, and never
     /// more than one mean service time (at least the target sojourn).
     /// Under a limit set far above what the service runs at once, the
@@ -322,14 +326,13 @@ impl Engine {
     /// is still the gap between completions: the door then keeps a few
     /// waiters, not a second queue as long as the service's.
     ///
-    ///
     /// The same holds at the lowest level while a surge is arriving (more
     /// than the slots drain since the interval began, surely): an
     /// overload's first interval would otherwise build a queue as long as
     /// callers wait, served after the level rises at waits near their
     /// patience. Bursts without overload may wait as long as callers do.
-    fn overload_wait(&self, now: u64) -> Option<u64> {
-        if self.controller.level() == Level::NONE && !self.surging(now) {
+    fn overload_wait(&self, level: Level, now: u64) -> Option<u64> {
+        if level == Level::NONE && !self.surging(now) {
             return None;
         }
         let service = self.controller.mean_service().unwrap_or(0);
@@ -359,8 +362,8 @@ impl Engine {
     /// sheds, the wait is what the limit in force gives now: a request
     /// admitted to wait behind a probe's cut would wait twice as long as
     /// the overload's short queue is meant to let it.
-    fn predicted_wait(&self, rank: Rank) -> u64 {
-        let limit = if self.controller.level() == Level::NONE {
+    fn predicted_wait(&self, rank: Rank, level: Level) -> u64 {
+        let limit = if level == Level::NONE {
             self.sustained_limit()
         } else {
             self.slots.limit()

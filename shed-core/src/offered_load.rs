@@ -44,25 +44,20 @@ const FAST_WEIGHT: f64 = 0.5;
 /// was drained meanwhile: more than [`CONFIDENCE`], since the count is
 /// judged again at every arrival that would wait.
 const SURGE_CONFIDENCE: f64 = 2.5;
-/// Fewest arrivals in part of an interval that may show a surge.
-const SURGE_AT_LEAST: u64 = 10;
 
 /// Whether `arrivals` in the `elapsed` nanoseconds since an interval began
 /// surely outnumber what `drain` requests per second finish in that time,
 /// counted as at least `allowance` (the waiters an overload's queue keeps
 /// anyway, so that a burst of simultaneous arrivals, a caller's fan-out,
 /// is no surge):
-/// by more than [`SURGE_CONFIDENCE`] standard errors of a Poisson count,
-/// counting at least [`SURGE_AT_LEAST`] arrivals. Simulated with Poisson
+/// by more than [`SURGE_CONFIDENCE`] standard errors of a Poisson count
+/// (with an allowance of 8, at least 20 arrivals). Simulated with Poisson
 /// arrivals and judged at each: at nine tenths of the drain rate of 8 slots
 /// of 20 ms, about one interval of 100 ms in 500 shows a surge at some
 /// point; four times the drain of one slot of 10 ms shows within 48 ms
 /// half the time and 64 ms nine times in ten, and twelve times the drain
 /// of 8 slots of 20 ms within 4 ms.
 pub(crate) fn surges(arrivals: u64, elapsed: u64, drain: f64, allowance: u32) -> bool {
-    if arrivals < SURGE_AT_LEAST {
-        return false;
-    }
     let drained = (drain * elapsed as f64 / 1e9).max(f64::from(allowance));
     let arrivals = arrivals as f64;
     arrivals - drained >= SURGE_CONFIDENCE * arrivals.sqrt()

@@ -188,14 +188,15 @@ const SMOOTHED_WEIGHT: u64 = 10;
 const SIGNAL_ROUNDS: u32 = 2;
 /// How long rounds in a row with a standing queue at the door (see
 /// [`SATURATED_SHARE`]) must last to show that the load holds the service
-/// full, not a burst (nanoseconds): a probe whose only reason is to
-/// learn (leaving slow start, or the first clean baseline after backing
-/// off out of it, a refresh) waits for it; the first from a large initial
-/// limit, which may lie far above the knee, does not. A cut below the knee costs throughput; under sustained overload that
-/// is a little goodput, but at 90% load a burst fills a round too, and a
-/// probe then refuses work an unprotected server would serve (the bursts of
-/// refusals Envoy's users reported of its periodic probes). Half a second
-/// of them at 90% load is rare.
+/// full, not a burst (nanoseconds): a probe whose only reason is to learn
+/// (leaving slow start, or the first clean baseline after backing off out
+/// of it, a refresh) waits for it; the first from a large initial limit,
+/// which may lie far above the knee, does not. A cut below the knee costs
+/// throughput; under sustained overload that is a little goodput, but at
+/// 90% load a burst fills a round too, and a probe then refuses work an
+/// unprotected server would serve (the bursts of refusals Envoy's users
+/// reported of its periodic probes). Half a second of them at 90% load is
+/// rare.
 const SATURATED_FOR: u64 = 500_000_000;
 /// The share of released permits handed straight to a waiter in each of
 /// those rounds: under overload the door's queue never empties, while a
