@@ -244,8 +244,10 @@ async fn a_waiter_whose_deadline_comes_first_is_refused_504() {
     assert_eq!(shedder.stats().queue_len(), 0);
 }
 
+/// The retry marker reaches the engine (the retry waits in its rank), and
+/// below overload a freed slot goes to the longest waiting, retry or not.
 #[tokio::test(start_paused = true)]
-async fn a_freed_slot_goes_to_the_waiting_original_before_an_earlier_waiting_retry() {
+async fn below_overload_a_freed_slot_goes_to_an_earlier_retry_before_a_later_original() {
     let shedder = patient_shedder(1);
     let busy = hold_slot(&shedder);
     let order = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -268,7 +270,7 @@ async fn a_freed_slot_goes_to_the_waiting_original_before_an_earlier_waiting_ret
     drop(busy);
     assert_eq!(original.await.unwrap().unwrap().status(), 200);
     assert_eq!(retry.await.unwrap().unwrap().status(), 200);
-    assert_eq!(*order.lock().unwrap(), vec![1, 2]);
+    assert_eq!(*order.lock().unwrap(), vec![2, 1]);
 }
 
 /// A handler that answers with its class and the engine's in-flight count.

@@ -135,15 +135,14 @@ impl Engine {
             // leaves (else it is refused without Retry-After, the caller's
             // time being gone) and what callers are seen to wait (else it is
             // refused for overload: the queue is longer than anyone waits).
-            let wait = self.predicted_wait(rank, level);
+            let overload = self.in_overload(level, now);
+            let wait = self.predicted_wait(rank, overload);
             let window = self.useful_window_when_waiting();
             if deadline.is_some_and(|deadline| deadline - now < wait.saturating_add(window)) {
                 return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort());
             }
-            let budget = [
-                self.patience_budget(rank.class()),
-                self.overload_wait(level, now),
-            ];
+            let overload_wait = overload.then(|| self.overload_wait());
+            let budget = [self.patience_budget(rank.class()), overload_wait];
             if budget.into_iter().flatten().any(|budget| budget < wait) {
                 return self.refuse(RejectReason::QueueFull, rank, cohort());
             }
@@ -311,11 +310,34 @@ impl Engine {
         Some(patience.saturating_sub(service))
     }
 
-    /// The longest a request should wait at the door while the controller
-    /// sheds (the level is raised): a sustained overload needs no queue
-    /// longer than keeps the slots busy between completions, and every
-    /// request waiting longer only adds its wait to the latency of all.
-    /// With arrivals at least as fast as completions, a queue of
+    /// Whether the door is in an overload: the level sheds, or a surge is
+    /// arriving (more than the slots drain since the interval began,
+    /// surely, which the interval's close has not judged yet). In one,
+    /// slots go to the most important waiter and waits are short
+    /// ([`Engine::overload_wait`]); below one, every waiter will be served,
+    /// slots go to the one that has waited longest, and it may wait as long
+    /// as callers do.
+    ///
+    /// Serving by importance below overload starves the less important
+    /// ranks whenever the others keep a queue, which at 90% load on 8 slots
+    /// they do for a second at a time: background requests waited past
+    /// their callers' patience although the service had room for every one,
+    /// and the wave of hang-ups raised the level.
+    fn in_overload(&self, level: Level, now: u64) -> bool {
+        level != Level::NONE || self.surging(now)
+    }
+
+    /// Whether more requests are arriving than the sustained limit drains
+    /// and the overload's queue holds.
+    fn surging(&self, now: u64) -> bool {
+        let drain = self.controller.drain_rate(self.sustained_limit());
+        drain.is_some_and(|drain| self.controller.surging(now, drain, OVERLOAD_QUEUE))
+    }
+
+    /// The longest a request should wait at the door in an overload: it
+    /// needs no queue longer than keeps the slots busy between completions,
+    /// and every request waiting longer only adds its wait to the latency
+    /// of all. With arrivals at least as fast as completions, a queue of
     /// [`OVERLOAD_QUEUE`] waiters runs dry only when that many completions
     /// and one more come before any arrival (odds of 1 in 512 at most, for
     /// Poisson arrivals and exponential service times): so
@@ -325,16 +347,7 @@ impl Engine {
     /// service time counts the queue inside the service while the slot time
     /// is still the gap between completions: the door then keeps a few
     /// waiters, not a second queue as long as the service's.
-    ///
-    /// The same holds at the lowest level while a surge is arriving (more
-    /// than the slots drain since the interval began, surely): an
-    /// overload's first interval would otherwise build a queue as long as
-    /// callers wait, served after the level rises at waits near their
-    /// patience. Bursts without overload may wait as long as callers do.
-    fn overload_wait(&self, level: Level, now: u64) -> Option<u64> {
-        if level == Level::NONE && !self.surging(now) {
-            return None;
-        }
+    fn overload_wait(&self) -> u64 {
         let service = self.controller.mean_service().unwrap_or(0);
         let waiters = self
             .controller
@@ -342,34 +355,28 @@ impl Engine {
             .map_or(0, |slot_time| {
                 slot_time.saturating_mul(u64::from(OVERLOAD_QUEUE))
             });
-        Some(service.min(waiters).max(self.config.target_sojourn))
+        service.min(waiters).max(self.config.target_sojourn)
     }
 
-    /// Whether more requests are arriving than the sustained limit drains
-    /// and the overload's queue holds, before the interval's close judges
-    /// it.
-    fn surging(&self, now: u64) -> bool {
-        let drain = self.controller.drain_rate(self.sustained_limit());
-        drain.is_some_and(|drain| self.controller.surging(now, drain, OVERLOAD_QUEUE))
-    }
-
-    /// How long a new arrival of `rank` would wait for a slot, in nanoseconds;
-    /// zero while the slot time is unknown.
+    /// How long a new arrival of `rank` would wait for a slot, in
+    /// nanoseconds; zero while the slot time is unknown. In an overload it
+    /// waits for the waiters of its rank and the more important ones, below
+    /// one for every waiter.
     ///
     /// Below overload the slots drain at the limit the service is held to
     /// sustain (an adaptive limit's probe cuts it for a round, and the queue
-    /// that builds meanwhile drains once the round ends). While the level
-    /// sheds, the wait is what the limit in force gives now: a request
-    /// admitted to wait behind a probe's cut would wait twice as long as
-    /// the overload's short queue is meant to let it.
-    fn predicted_wait(&self, rank: Rank, level: Level) -> u64 {
-        let limit = if level == Level::NONE {
-            self.sustained_limit()
+    /// that builds meanwhile drains once the round ends). In an overload,
+    /// the wait is what the limit in force gives now: a request admitted to
+    /// wait behind a probe's cut would wait twice as long as the overload's
+    /// short queue is meant to let it.
+    fn predicted_wait(&self, rank: Rank, overload: bool) -> u64 {
+        let (limit, ahead) = if overload {
+            (self.slots.limit(), self.queue_ahead(rank))
         } else {
-            self.slots.limit()
+            (self.sustained_limit(), self.queue_ahead(Rank::ALL[0]))
         };
         self.controller.slot_time(limit).map_or(0, |slot_time| {
-            (u64::from(self.queue_ahead(rank)) + 1).saturating_mul(slot_time)
+            (u64::from(ahead) + 1).saturating_mul(slot_time)
         })
     }
 
@@ -449,22 +456,18 @@ impl Engine {
         }
     }
 
-    /// Hands a held slot to the most important live waiter, refusing expired
-    /// ones on the way. Returns `false` when nobody was left to take it.
-    ///
-    /// While nothing is shed, a waiter that would run out of time before its
-    /// turn goes first: below overload every waiter can be served, and
-    /// priority should decide who is shed, not who times out. Once the level
-    /// sheds, the order is strict.
+    /// Hands a held slot to the next live waiter, refusing expired ones on
+    /// the way: in an overload the most important, below one the longest
+    /// waiting ([`Engine::in_overload`]). Returns `false` when nobody was
+    /// left to take it.
     fn grant_next(&self, locked: &mut Locked<'_>, level: Level, now: u64) -> bool {
-        let slot_time = self
-            .controller
-            .slot_time(self.slots.limit())
-            .filter(|_| level == Level::NONE);
-        let next = |queues: &mut WaitQueues| {
-            slot_time
-                .and_then(|slot_time| queues.pop_endangered(now, slot_time))
-                .or_else(|| queues.pop_most_important())
+        // A probe's cut of the limit builds a queue for a round: it falls on
+        // the least important, as an overload's would.
+        let probing = self.slots.limit() < self.sustained_limit();
+        let by_importance = probing || self.in_overload(level, now);
+        let next = |queues: &mut WaitQueues| match by_importance {
+            true => queues.pop_most_important(),
+            false => queues.pop_oldest(),
         };
         while let Some(taken) = next(&mut locked.queues) {
             debug_assert!(

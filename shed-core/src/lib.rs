@@ -26,8 +26,8 @@
 //! [`Level`] → [`Admission::Admitted`] with a [`Permit`], or
 //! [`Admission::Queued`] with a [`Waiter`] that resolves to one, or
 //! [`Admission::Rejected`] with a [`Rejection`] and its [`RetryAfter`] →
-//! dropping the permit returns the slot to the most important waiter and feeds
-//! the controller.
+//! dropping the permit returns the slot to the longest waiting request (in an
+//! overload, the most important) and feeds the controller.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -23,8 +23,9 @@ use crate::{Class, Rank};
 ///
 /// Dropping the permit returns the slot, exactly once, however the work ends:
 /// completion, error, panic (drop runs during unwinding) or cancellation. The
-/// slot goes straight to the most important waiting request, and the time the
-/// permit was held feeds the controller's measure of service time.
+/// slot goes straight to the longest waiting request (in an overload, the
+/// most important), and the time the permit was held feeds the controller's
+/// measure of service time.
 #[must_use = "the slot is returned as soon as the permit is dropped"]
 pub struct Permit {
     engine: Arc<Engine>,

@@ -1,8 +1,8 @@
 //! The wait queues: one bounded FIFO per rank, behind one mutex.
 //!
-//! Slots go to the most important rank first, with one exception while
-//! nothing is shed: a waiter that would run out of time before its turn is
-//! served at the last moment it still can be ([`WaitQueues::pop_endangered`]).
+//! In an overload, slots go to the most important rank first
+//! ([`WaitQueues::pop_most_important`]); below one, to the request that has
+//! waited longest ([`WaitQueues::pop_oldest`]).
 //!
 //! Only the slow path comes here: a request that found no free slot, a
 //! completion that found somebody waiting, a waiter that gives up. Each
@@ -230,36 +230,19 @@ impl WaitQueues {
         Some(Taken { rank, entry })
     }
 
-    /// Takes the first request of the most important rank whose first
-    /// request would run out of time before its turn: before the requests
-    /// ahead of it (in more important ranks) are served, one every
-    /// `slot_time` from `now`. The most important waiting rank is never
-    /// endangered (nothing is ahead of it). `None` if no request is.
-    ///
-    /// Strict priority starves the lower ranks whenever the higher ones keep
-    /// a queue, which at 90% load on 8 slots they do for a second at a time:
-    /// a quarter of the background requests beside busier classes ran out
-    /// of time in the queue although the service had room for every one. A
-    /// request is served out of turn only at the last grant before it would
-    /// be refused; those ahead of it wait one slot time more.
-    pub(crate) fn pop_endangered(&mut self, now: u64, slot_time: u64) -> Option<Taken> {
-        let mut ahead: u64 = 0;
-        for rank in Rank::ALL.into_iter().rev() {
-            let list = self.ranks[rank.index()];
-            if list.len == 0 {
-                continue;
-            }
-            if ahead > 0 {
-                let turn = now.saturating_add(ahead.saturating_mul(slot_time));
-                let first = self.nodes[list.head].entry.as_ref();
-                if first.is_some_and(|entry| entry.expires_at < turn) {
-                    let entry = self.unlink(list.head);
-                    return Some(Taken { rank, entry });
-                }
-            }
-            ahead = ahead.saturating_add(list.len as u64);
-        }
-        None
+    /// Takes the request that has waited longest, whatever its rank: the
+    /// first queued (ids are given in the order requests join).
+    pub(crate) fn pop_oldest(&mut self) -> Option<Taken> {
+        let rank = Rank::ALL
+            .into_iter()
+            .filter(|rank| self.ranks[rank.index()].len > 0)
+            .min_by_key(|rank| {
+                let head = self.ranks[rank.index()].head;
+                self.nodes[head].entry.as_ref().map_or(u64::MAX, |e| e.id)
+            })?;
+        let slot = self.ranks[rank.index()].head;
+        let entry = self.unlink(slot);
+        Some(Taken { rank, entry })
     }
 
     /// Takes a particular request out of its rank's queue, if it is still there.

@@ -127,9 +127,26 @@ fn a_free_slot_needs_only_the_minimum_useful_window() {
 }
 
 #[test]
-fn the_predicted_wait_counts_only_the_waiters_served_before_the_request() {
+fn below_overload_the_predicted_wait_counts_every_waiter() {
     let (shedder, clock, _held) = knowing_its_drain_rate();
     let _ahead = queue(&shedder, Arrival::new(Class::Batch), 9);
+    // Served in arrival order, a critical request waits for the nine batch
+    // requests too: 100 ms, and 10 ms of work, do not fit in 50.
+    let critical = Arrival::new(Class::Critical).with_deadline(in_ms(&clock, 50));
+    assert_eq!(
+        rejected(shedder.admit(&critical)).reason(),
+        RejectReason::DeadlineUnmeetable
+    );
+}
+
+#[test]
+fn in_an_overload_the_predicted_wait_counts_only_the_waiters_served_before_the_request() {
+    let (shedder, clock, _held) = knowing_its_drain_rate();
+    let _ahead = queue(&shedder, Arrival::new(Class::Batch), 9);
+    // A surge: twenty more at once, turned away (try_admit never waits).
+    for _ in 0..20 {
+        assert!(shedder.try_admit(&Arrival::new(Class::Critical)).is_err());
+    }
     // Batch waiters do not delay a critical request: 10 ms wait + 10 ms service is enough.
     let critical = Arrival::new(Class::Critical).with_deadline(in_ms(&clock, 50));
     let _waiting = queued(shedder.admit(&critical));

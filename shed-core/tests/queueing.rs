@@ -1,10 +1,11 @@
-//! Waiting for a slot: FIFO within a rank, the most important waiter first
-//! across ranks, bounded queues, and a limit that can change under load.
+//! Waiting for a slot: the longest-waiting request first below overload, the
+//! most important first in one (FIFO within a rank either way), bounded
+//! queues, and a limit that can change under load.
 
 mod common;
 
 use common::{admitted, assert_pending, build, original, queued, ready, rejected, retry};
-use shed_core::{Admission, Arrival, Class, RejectReason, Shedder, Waiter};
+use shed_core::{Admission, Arrival, Class, Rank, RejectReason, Shedder, Waiter};
 
 /// Polls every waiter once: exactly one must have been handed the slot.
 /// Its permit is dropped after the round, handing the slot on. Returns its index.
@@ -41,30 +42,59 @@ fn waiters_of_one_rank_are_served_first_in_first_out() {
     assert_eq!(shedder.in_flight(), 0);
 }
 
-#[test]
-fn the_most_important_waiter_is_served_first_across_ranks() {
-    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(64));
-    let held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
-    // Arrive least important last, most important in the middle.
-    let ranks = [
-        original(Class::Batch),
-        retry(Class::Critical),
-        retry(Class::Background),
-        original(Class::Critical),
-        original(Class::Background),
-        original(Class::Interactive),
-        retry(Class::Interactive),
-        retry(Class::Batch),
-    ];
-    let mut waiters: Vec<Option<Waiter>> = ranks
+/// One of each rank, arriving least important last, most important in the
+/// middle.
+const EVERY_RANK_MIXED: [Rank; 8] = [
+    original(Class::Batch),
+    retry(Class::Critical),
+    retry(Class::Background),
+    original(Class::Critical),
+    original(Class::Background),
+    original(Class::Interactive),
+    retry(Class::Interactive),
+    retry(Class::Batch),
+];
+
+/// Queues one waiter of each rank behind the held slot of `shedder`.
+fn queue_every_rank(shedder: &Shedder) -> Vec<Option<Waiter>> {
+    EVERY_RANK_MIXED
         .iter()
         .map(|rank| Some(queued(shedder.admit(&common::arrival_at(*rank)))))
-        .collect();
+        .collect()
+}
+
+/// Thirty requests at once on a slot known to drain 100 a second, turned
+/// away (`try_admit` never waits): a surge, so the door is in an overload
+/// until the interval ends.
+fn surge(shedder: &Shedder) {
+    for _ in 0..30 {
+        assert!(shedder.try_admit(&Arrival::new(Class::Critical)).is_err());
+    }
+}
+
+#[test]
+fn below_overload_the_longest_waiting_is_served_first_across_ranks() {
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
+    let held = busy_slot_of_10_ms(&shedder, &clock);
+    let mut waiters = queue_every_rank(&shedder);
     drop(held);
-    let served: Vec<_> = (0..ranks.len())
-        .map(|_| ranks[served_next(&mut waiters)])
+    let served: Vec<_> = (0..EVERY_RANK_MIXED.len())
+        .map(|_| EVERY_RANK_MIXED[served_next(&mut waiters)])
         .collect();
-    let mut expected = ranks.to_vec();
+    assert_eq!(served, EVERY_RANK_MIXED);
+}
+
+#[test]
+fn in_an_overload_the_most_important_waiter_is_served_first_across_ranks() {
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
+    let held = busy_slot_of_10_ms(&shedder, &clock);
+    let mut waiters = queue_every_rank(&shedder);
+    surge(&shedder);
+    drop(held);
+    let served: Vec<_> = (0..EVERY_RANK_MIXED.len())
+        .map(|_| EVERY_RANK_MIXED[served_next(&mut waiters)])
+        .collect();
+    let mut expected = EVERY_RANK_MIXED.to_vec();
     expected.sort_by(|a, b| b.cmp(a)); // last shed is served first
     assert_eq!(served, expected);
 }
@@ -144,12 +174,13 @@ fn an_admission_can_be_awaited_until_a_slot_frees() {
 }
 
 #[test]
-fn raising_the_limit_hands_the_new_slots_to_waiters_most_important_first() {
-    let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(64));
-    let _held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+fn raising_the_limit_in_an_overload_hands_the_new_slots_to_waiters_most_important_first() {
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
+    let _held = busy_slot_of_10_ms(&shedder, &clock);
     let mut background = queued(shedder.admit(&Arrival::new(Class::Background)));
     let mut interactive = queued(shedder.admit(&Arrival::new(Class::Interactive)));
     let mut critical = queued(shedder.admit(&Arrival::new(Class::Critical)));
+    surge(&shedder);
 
     shedder.set_limit(3).unwrap();
 

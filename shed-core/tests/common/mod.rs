@@ -98,12 +98,12 @@ pub fn arrival_at(rank: Rank) -> Arrival {
 }
 
 /// An original request of `class`.
-pub fn original(class: Class) -> Rank {
+pub const fn original(class: Class) -> Rank {
     Rank::new(class, false)
 }
 
 /// A retry of `class`.
-pub fn retry(class: Class) -> Rank {
+pub const fn retry(class: Class) -> Rank {
     Rank::new(class, true)
 }
 
