@@ -247,8 +247,8 @@ impl Controller {
     }
 
     /// Closes the interval: judges its queue delays and moves the level.
-    /// Returns the interval's length in nanoseconds. Call it holding a
-    /// [`Claim`].
+    /// Returns the interval's length and whether it was overloaded. Call it
+    /// holding a [`Claim`].
     ///
     /// An interval is overloaded when some admitted rank kept a standing
     /// queue (its shortest wait above the target), or when callers hung up
@@ -267,7 +267,7 @@ impl Controller {
         limit: u32,
         hang_ups: u64,
         config: &Config,
-    ) -> u64 {
+    ) -> Closed {
         let elapsed = now.saturating_sub(self.last_update.swap(now, Ordering::Relaxed));
         // Idleness wins: after so long without a single event, any sojourn
         // measured or carried is from before the silence and says nothing
@@ -325,8 +325,21 @@ impl Controller {
             Level::new(level.get().saturating_sub(step))
         };
         self.level.store(u32::from(next.get()), Ordering::Relaxed);
-        elapsed
+        Closed {
+            elapsed,
+            overloaded,
+        }
     }
+}
+
+/// What closing an interval found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Closed {
+    /// The interval's length, nanoseconds.
+    pub(crate) elapsed: u64,
+    /// Whether the level rose for overload: a standing queue while the load
+    /// offered outpaced the drain rate, or a wave of hang-ups.
+    pub(crate) overloaded: bool,
 }
 
 /// A rank's shortest wait and count of waits, carried over intervals until

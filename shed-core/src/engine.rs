@@ -427,11 +427,11 @@ impl Engine {
         let hang_ups = self.patience.close_interval();
         // Nobody else takes the estimator's lock but stats and `set_limit`.
         let mut estimator = self.estimator.as_ref().map(|estimator| estimator.lock());
-        let elapsed =
+        let closed =
             self.controller
                 .update(&claim, now, self.sustained_limit(), hang_ups, &self.config);
         if let Some(estimator) = &mut estimator {
-            if estimator.on_interval(self.sampler.take(elapsed)) {
+            if estimator.on_interval(self.sampler.take(closed)) {
                 self.sampler.new_epoch();
             }
             self.follow(estimator, now);

@@ -52,7 +52,9 @@
 //! after the cut (an epoch, so older work draining does not count). A probe
 //! only for learning (leaving slow start, a refresh) waits until rounds in a
 //! row that handed nearly every released slot straight to a waiter have
-//! lasted half a second: at 90% load a burst fills a round too, and a cut
+//! lasted half a second, and the controller found the load outpacing the
+//! service in one of them: at 90% load a burst fills rounds too (the door's
+//! queue of 8 slots at 90% load takes about a second to relax), and a cut
 //! then refuses work an unprotected server would serve.
 //!
 //! - Throughput held, hold times flat: the probe stands at the knee, and
@@ -196,7 +198,9 @@ const SIGNAL_ROUNDS: u32 = 2;
 /// 90% load a burst fills a round too, and a probe then refuses work an
 /// unprotected server would serve (the bursts of refusals Envoy's users
 /// reported of its periodic probes). Half a second of them at 90% load is
-/// rare.
+/// not rare enough (a burst of 8 slots at 90% load takes about a second to
+/// relax), so the rounds must also have seen the controller find the load
+/// outpacing the service (overload), which at 90% load it rarely does.
 const SATURATED_FOR: u64 = 500_000_000;
 /// The share of released permits handed straight to a waiter in each of
 /// those rounds: under overload the door's queue never empties, while a
@@ -268,6 +272,8 @@ pub(crate) struct Estimator {
     /// How long the rounds in a row that handed at least
     /// [`SATURATED_SHARE`] of their releases to waiters lasted, nanoseconds.
     full_for: u64,
+    /// Whether one of those rounds was overloaded.
+    overload_seen: bool,
     /// Rounds between refresh probes: doubling up to `refresh_rounds`.
     refresh_after: u32,
     /// Probes in a row whose knees agreed, averaged into the belief.
@@ -302,6 +308,7 @@ impl Estimator {
             streak: Streak::default(),
             rounds_since_probe: 0,
             full_for: 0,
+            overload_seen: false,
             refresh_after: FIRST_REFRESH.min(settings.refresh_rounds),
             agreeing: 0,
             probes: 0,
@@ -452,10 +459,12 @@ impl Estimator {
         let full = round.handed_off as f64 >= SATURATED_SHARE * round.released as f64;
         if round.blocked == 0 || !full {
             self.full_for = 0;
+            self.overload_seen = false;
         } else {
             self.full_for = self.full_for.saturating_add(round.elapsed);
+            self.overload_seen |= round.overloaded;
         }
-        let saturated = self.full_for >= SATURATED_FOR;
+        let saturated = self.full_for >= SATURATED_FOR && self.overload_seen;
         if round.blocked == 0 {
             // The limit did not bind: nothing to learn about the knee, but a
             // faster service shows in any round.

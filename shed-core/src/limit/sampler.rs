@@ -11,6 +11,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::estimator::IntervalSamples;
+use crate::controller::Closed;
 
 /// Hold times are clamped to this (an hour) before they are summed, so no
 /// interval's sum can overflow.
@@ -81,13 +82,15 @@ impl Sampler {
         sum.fetch_add(hold, Ordering::Relaxed);
     }
 
-    /// Takes the interval's counts, which start again from zero.
-    pub(crate) fn take(&self, elapsed: u64) -> IntervalSamples {
+    /// Takes the interval's counts, which start again from zero, with what
+    /// the controller found when it closed.
+    pub(crate) fn take(&self, closed: Closed) -> IntervalSamples {
         let take = |counter: &AtomicU64| counter.swap(0, Ordering::Relaxed);
         let (completed, completed_hold) = (take(&self.completed), take(&self.completed_hold));
         let (censored, censored_hold) = (take(&self.censored), take(&self.censored_hold));
         IntervalSamples {
-            elapsed,
+            elapsed: closed.elapsed,
+            overloaded: closed.overloaded,
             blocked: take(&self.blocked),
             released: take(&self.released),
             handed_off: take(&self.handed_off),
@@ -104,6 +107,13 @@ impl Sampler {
 mod tests {
     use super::*;
 
+    fn interval(elapsed: u64) -> Closed {
+        Closed {
+            elapsed,
+            overloaded: false,
+        }
+    }
+
     #[test]
     fn samples_of_an_older_epoch_count_only_as_released() {
         let sampler = Sampler::default();
@@ -111,12 +121,16 @@ mod tests {
         sampler.record(0, 10, Ending::Completed);
         sampler.record(1, 30, Ending::Abandoned);
         sampler.record(1, 20, Ending::Completed);
-        let samples = sampler.take(100);
+        let samples = sampler.take(interval(100));
         assert_eq!(samples.released, 3);
         assert_eq!((samples.samples, samples.hold), (2, 50));
         assert_eq!((samples.completed, samples.completed_hold), (1, 20));
         assert_eq!(samples.censored, 1);
-        assert_eq!(sampler.take(100).released, 0, "taking resets the counts");
+        assert_eq!(
+            sampler.take(interval(100)).released,
+            0,
+            "taking resets the counts"
+        );
     }
 
     #[test]
@@ -125,6 +139,6 @@ mod tests {
         for _ in 0..1_000 {
             sampler.record(0, u64::MAX, Ending::Completed);
         }
-        assert_eq!(sampler.take(1).hold, 1_000 * MAX_HOLD);
+        assert_eq!(sampler.take(interval(1)).hold, 1_000 * MAX_HOLD);
     }
 }

@@ -6,6 +6,10 @@
 pub(crate) struct IntervalSamples {
     /// Length of the interval, in nanoseconds.
     pub(crate) elapsed: u64,
+    /// Whether the controller found the interval overloaded (see
+    /// [`Closed`](crate::controller::Closed)); a round of several intervals
+    /// is when any of them was.
+    pub(crate) overloaded: bool,
     /// Arrivals that found no free slot (the limit was binding).
     pub(crate) blocked: u64,
     /// Permits given back, whenever they were admitted.
@@ -30,6 +34,7 @@ pub(crate) struct IntervalSamples {
 impl IntervalSamples {
     pub(super) fn add(&mut self, other: &IntervalSamples) {
         self.elapsed = self.elapsed.saturating_add(other.elapsed);
+        self.overloaded |= other.overloaded;
         self.blocked = self.blocked.saturating_add(other.blocked);
         self.released = self.released.saturating_add(other.released);
         self.handed_off = self.handed_off.saturating_add(other.handed_off);

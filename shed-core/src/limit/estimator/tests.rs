@@ -72,6 +72,8 @@ struct Model {
     done: BinaryHeap<Reverse<(u64, usize)>>,
     hang_ups: BinaryHeap<Reverse<(u64, usize)>>,
     samples: IntervalSamples,
+    /// Arrivals in the current interval.
+    arrivals: u64,
     random: u64,
     /// The limit after each interval.
     trace: Vec<u32>,
@@ -100,6 +102,7 @@ impl Model {
             done: BinaryHeap::new(),
             hang_ups: BinaryHeap::new(),
             samples: IntervalSamples::default(),
+            arrivals: 0,
             random: seed(),
             trace: Vec::new(),
             probing: Vec::new(),
@@ -162,6 +165,7 @@ impl Model {
     }
 
     fn arrive(&mut self) {
+        self.arrivals += 1;
         let job = self.jobs.len();
         self.jobs.push(Job {
             admitted: 0,
@@ -253,6 +257,10 @@ impl Model {
     fn close_interval(&mut self) {
         let mut samples = std::mem::take(&mut self.samples);
         samples.elapsed = INTERVAL;
+        // The controller's verdict, roughly: more arrived than the service
+        // gave back, by more than the noise of a 90% load.
+        let arrivals = std::mem::take(&mut self.arrivals);
+        samples.overloaded = arrivals as f64 > 1.1 * samples.released as f64;
         if self.estimator.on_interval(samples) {
             self.epoch += 1;
         }
@@ -493,4 +501,36 @@ fn a_knee_of_1_2_keeps_a_limit_of_2_and_one_of_8_3_a_limit_of_9() {
     assert_eq!(to_limit(knee_floor(1.2, low), &settings), 2);
     assert_eq!(to_limit(knee_floor(8.3, low), &settings), 9);
     assert_eq!(to_limit(knee_floor(1.0, low), &settings), 1);
+}
+
+/// An interval of 8 slots kept full by a waiting queue: 40 permits of 20 ms
+/// given back, each slot handed straight to a waiter.
+fn kept_full(overloaded: bool) -> IntervalSamples {
+    IntervalSamples {
+        elapsed: INTERVAL,
+        overloaded,
+        blocked: 10,
+        released: 40,
+        handed_off: 40,
+        samples: 40,
+        hold: 40 * 20 * MS,
+        completed: 40,
+        completed_hold: 40 * 20 * MS,
+        censored: 0,
+    }
+}
+
+#[test]
+fn a_service_kept_full_by_bursts_below_overload_is_not_probed_to_learn() {
+    // At 90% load a burst keeps the door's queue standing for a second or
+    // more; throughput that stops growing in slow start then calls for a
+    // probe only once the controller finds the load outpacing the service.
+    let mut estimator = Estimator::new(settings(8));
+    for _ in 0..100 {
+        estimator.on_interval(kept_full(false));
+    }
+    assert_eq!(estimator.beliefs().phase, "slow start");
+    assert_eq!(estimator.beliefs().probes, 0);
+    estimator.on_interval(kept_full(true));
+    assert_eq!(estimator.beliefs().phase, "probing");
 }
