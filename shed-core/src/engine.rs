@@ -340,22 +340,28 @@ impl Engine {
     /// of all. With arrivals at least as fast as completions, a queue of
     /// [`OVERLOAD_QUEUE`] waiters runs dry only when that many completions
     /// and one more come before any arrival (odds of 1 in 512 at most, for
-    /// Poisson arrivals and exponential service times): so
-    /// the wait is that many slot times at the limit in force, and never
-    /// more than one mean service time (at least the target sojourn).
-    /// Under a limit set far above what the service runs at once, the
-    /// service time counts the queue inside the service while the slot time
-    /// is still the gap between completions: the door then keeps a few
-    /// waiters, not a second queue as long as the service's.
+    /// Poisson arrivals and exponential service times): so the wait is that
+    /// many slot times at the limit in force, and never more than one per
+    /// slot of the sustained limit (at least the target sojourn).
+    ///
+    /// The second bound keeps a small service's queue within one service
+    /// time (a limit of 2 keeps 2 waiters, not 8). It counts the sustained
+    /// limit's slots because an adaptive limit's probe halves the limit in
+    /// force for a round: counted in its slots, the queue would be halved
+    /// too, and the important requests the halved drain still serves
+    /// (interactive traffic at 0.4x of capacity beside a batch spike, 80%
+    /// of what the probe's limit drains) would be refused whenever a few
+    /// of them queued at once. Under a limit set far above what the service
+    /// runs at once, the service time counts the queue inside the service
+    /// while the slot time is still the gap between completions: the door
+    /// then keeps a few waiters, not a second queue as long as the
+    /// service's.
     fn overload_wait(&self) -> u64 {
-        let service = self.controller.mean_service().unwrap_or(0);
-        let waiters = self
-            .controller
+        let waiters = OVERLOAD_QUEUE.min(self.sustained_limit());
+        self.controller
             .slot_time(self.slots.limit())
-            .map_or(0, |slot_time| {
-                slot_time.saturating_mul(u64::from(OVERLOAD_QUEUE))
-            });
-        service.min(waiters).max(self.config.target_sojourn)
+            .map_or(0, |slot_time| slot_time.saturating_mul(u64::from(waiters)))
+            .max(self.config.target_sojourn)
     }
 
     /// How long a new arrival of `rank` would wait for a slot, in

@@ -179,3 +179,44 @@ fn under_a_limit_far_above_the_service_a_shedding_door_keeps_eight_waiters() {
     assert!(ninth.retry_after().is_some());
     drop((eight, held));
 }
+
+/// An adaptive limit's probe cuts the limit in force (16 to 4 here, a
+/// quarter while no clean baseline was measured) for a round, while the
+/// drain the service is held to sustain stays that of 16 slots. The
+/// overload's queue is still eight waiters long, counted in the probe's
+/// slot times: in the sustained limit's, it would shrink to four, and the
+/// important requests the halved drain still serves would be refused
+/// whenever a few of them queued at once.
+#[test]
+fn a_probe_of_the_adaptive_limit_keeps_the_overload_queue_eight_waiters_long() {
+    let adaptive = shed_core::AdaptiveLimit::new().initial(16);
+    let mut sim = common::Sim::new(Shedder::builder().adaptive_limit(adaptive), ms(20));
+    // Twice the capacity of 16 slots of 20 ms, in batch requests.
+    let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
+    let tick = Duration::from_micros(1_250);
+    let mut probing = false;
+    for _ in 0..4_000 {
+        sim.arrive(batch);
+        sim.arrive(batch);
+        sim.advance(tick);
+        let phase = sim.shedder.stats().adaptive.map(|adaptive| adaptive.phase);
+        probing = phase == Some("probing")
+            && sim.shedder.limit() == 4
+            && sim.shedder.level() > shed_core::Level::NONE;
+        if probing {
+            break;
+        }
+    }
+    assert!(
+        probing,
+        "the probe's cut under a raised level was never seen"
+    );
+    // Batch waiters are not ahead of critical requests.
+    let critical = Arrival::new(Class::Critical);
+    let eight: Vec<_> = (0..8)
+        .map(|_| queued(sim.shedder.admit(&critical)))
+        .collect();
+    let ninth = rejected(sim.shedder.admit(&critical));
+    assert_eq!(ninth.reason(), RejectReason::QueueFull);
+    drop(eight);
+}
