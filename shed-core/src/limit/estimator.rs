@@ -527,15 +527,24 @@ impl Estimator {
         }
         if !self.clean && self.phase != Phase::SlowStart {
             // A large initial limit may lie far above the knee: its probe
-            // goes at once. A limit that left slow start by backing off
-            // waits for saturation, as slow start's own exit does: a spike's
-            // first second (or a slowdown's) is no time to cut it by a
-            // quarter.
+            // goes at once, and quarters it. A limit that left slow start by
+            // backing off waits for saturation, as slow start's own exit
+            // does (a spike's first second, or a slowdown's, is no time to
+            // cut it), and only halves it: the back-off already lowered a
+            // limit slow start had not yet doubled past the knee, and under
+            // the overload that caused it a quarter cannot carry even the
+            // important share of the load (a cut from 7 to 2 at the start of
+            // a batch spike refused a fifth of the interactive requests, at
+            // 0.4x of capacity, for its round).
             let from_slow_start = self.settings.initial <= SLOW_START_MAX;
-            if from_slow_start && !saturated {
+            if !from_slow_start {
+                return self.start_probe(Throughput::of(round), Cause::Evidence);
+            }
+            if !saturated {
                 return false;
             }
-            return self.start_probe(Throughput::of(round), Cause::Evidence);
+            let before = Throughput::of(round);
+            return self.cut_for_probe(before, Cause::Evidence, self.limit / 2.0);
         }
         // One round may mislead (the first after a new limit reads short,
         // since its longest permits are still held when it ends); two in a

@@ -534,3 +534,36 @@ fn a_service_kept_full_by_bursts_below_overload_is_not_probed_to_learn() {
     estimator.on_interval(kept_full(true));
     assert_eq!(estimator.beliefs().phase, "probing");
 }
+
+#[test]
+fn a_limit_that_backed_off_out_of_slow_start_is_probed_by_half_not_a_quarter() {
+    let mut estimator = Estimator::new(settings(8));
+    // Callers hang up on a quarter of the permits while they are served
+    // (each held 20 ms before it was abandoned): slow start backs off.
+    let mut abandoned = kept_full(true);
+    abandoned.completed = 30;
+    abandoned.completed_hold = 30 * 20 * MS;
+    abandoned.censored = 10;
+    for _ in 0..20 {
+        estimator.on_interval(abandoned);
+        if estimator.beliefs().back_offs > 0 {
+            break;
+        }
+    }
+    assert_eq!(estimator.beliefs().back_offs, 1);
+    let backed_off = estimator.limit();
+    assert!(backed_off < 8, "{backed_off}");
+    // Clean rounds that keep the service full under overload: the probe
+    // that measures the first clean baseline.
+    for _ in 0..20 {
+        estimator.on_interval(kept_full(true));
+        if estimator.beliefs().phase == "probing" {
+            break;
+        }
+    }
+    assert_eq!(estimator.beliefs().phase, "probing");
+    assert_eq!(
+        estimator.limit(),
+        to_limit(f64::from(backed_off) / 2.0, &estimator.settings)
+    );
+}
