@@ -327,7 +327,7 @@ impl Controller {
         self.level.store(u32::from(next.get()), Ordering::Relaxed);
         Closed {
             elapsed,
-            overloaded,
+            overloaded: overloaded && !idle,
         }
     }
 }

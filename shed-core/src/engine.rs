@@ -26,6 +26,15 @@ use crate::{
 /// [`Engine::overload_wait`].
 const OVERLOAD_QUEUE: u32 = 8;
 
+/// The order the door serves its waiters in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ServeOrder {
+    /// The most important rank first (FIFO within a rank).
+    Importance,
+    /// The request that has waited longest first.
+    Arrival,
+}
+
 /// Everything a shedder shares between its clones, permits and waiters.
 #[derive(Debug)]
 pub(crate) struct Engine {
@@ -136,7 +145,7 @@ impl Engine {
             // time being gone) and what callers are seen to wait (else it is
             // refused for overload: the queue is longer than anyone waits).
             let overload = self.in_overload(level, now);
-            let wait = self.predicted_wait(rank, overload);
+            let wait = self.predicted_wait(rank, overload, self.serve_order(overload));
             let window = self.useful_window_when_waiting();
             if deadline.is_some_and(|deadline| deadline - now < wait.saturating_add(window)) {
                 return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort());
@@ -282,7 +291,10 @@ impl Engine {
         }
     }
 
-    /// Requests that will be served before a new arrival of `rank`.
+    /// Requests served before a new arrival of `rank` in order of
+    /// importance: those of its rank and the more important ones. (A
+    /// refusal's Retry-After counts these too: refusals for overload come
+    /// in one.)
     fn queue_ahead(&self, rank: Rank) -> u32 {
         Rank::ALL[rank.index()..]
             .iter()
@@ -327,6 +339,18 @@ impl Engine {
         level != Level::NONE || self.surging(now)
     }
 
+    /// The order waiters are served in: by importance in an overload, and
+    /// while a probe's cut of the limit builds a queue for a round (it falls
+    /// on the least important, as an overload's would); else by arrival.
+    fn serve_order(&self, overload: bool) -> ServeOrder {
+        let probing = self.slots.limit() < self.sustained_limit();
+        if overload || probing {
+            ServeOrder::Importance
+        } else {
+            ServeOrder::Arrival
+        }
+    }
+
     /// Whether more requests are arriving than the sustained limit drains
     /// and the overload's queue holds.
     fn surging(&self, now: u64) -> bool {
@@ -345,8 +369,8 @@ impl Engine {
     /// slot of the sustained limit (at least the target sojourn).
     ///
     /// The second bound keeps a small service's queue within one service
-    /// time (a limit of 2 keeps 2 waiters, not 8). It counts the sustained
-    /// limit's slots because an adaptive limit's probe halves the limit in
+    /// time at the limit it sustains (a limit of 2 keeps 2 waiters, not 8).
+    /// It counts the sustained limit's slots because an adaptive limit's probe halves the limit in
     /// force for a round: counted in its slots, the queue would be halved
     /// too, and the important requests the halved drain still serves
     /// (interactive traffic at 0.4x of capacity beside a batch spike, 80%
@@ -365,9 +389,9 @@ impl Engine {
     }
 
     /// How long a new arrival of `rank` would wait for a slot, in
-    /// nanoseconds; zero while the slot time is unknown. In an overload it
-    /// waits for the waiters of its rank and the more important ones, below
-    /// one for every waiter.
+    /// nanoseconds; zero while the slot time is unknown. Served by
+    /// importance (`order`), it waits for the waiters of its rank and the
+    /// more important ones; by arrival, for every waiter.
     ///
     /// Below overload the slots drain at the limit the service is held to
     /// sustain (an adaptive limit's probe cuts it for a round, and the queue
@@ -375,11 +399,15 @@ impl Engine {
     /// the wait is what the limit in force gives now: a request admitted to
     /// wait behind a probe's cut would wait twice as long as the overload's
     /// short queue is meant to let it.
-    fn predicted_wait(&self, rank: Rank, overload: bool) -> u64 {
-        let (limit, ahead) = if overload {
-            (self.slots.limit(), self.queue_ahead(rank))
+    fn predicted_wait(&self, rank: Rank, overload: bool, order: ServeOrder) -> u64 {
+        let limit = if overload {
+            self.slots.limit()
         } else {
-            (self.sustained_limit(), self.queue_ahead(Rank::ALL[0]))
+            self.sustained_limit()
+        };
+        let ahead = match order {
+            ServeOrder::Importance => self.queue_ahead(rank),
+            ServeOrder::Arrival => self.queue_ahead(Rank::ALL[0]),
         };
         self.controller.slot_time(limit).map_or(0, |slot_time| {
             (u64::from(ahead) + 1).saturating_mul(slot_time)
@@ -449,10 +477,13 @@ impl Engine {
         if self.slots.try_give_back() {
             return;
         }
-        let mut locked = self.lock();
+        // Judged before the lock: the surge check reads a dozen atomics.
         let level = self.controller.level();
+        let order = self.serve_order(self.in_overload(level, now));
+        let mut locked = self.lock();
         self.drain_shed(&mut locked, level);
-        let handed_off = !self.slots.over_limit() && self.grant_next(&mut locked, level, now);
+        let handed_off =
+            !self.slots.over_limit() && self.grant_next(&mut locked, level, order, now);
         if !handed_off {
             self.slots.give_back_locked();
         }
@@ -462,18 +493,19 @@ impl Engine {
         }
     }
 
-    /// Hands a held slot to the next live waiter, refusing expired ones on
-    /// the way: in an overload the most important, below one the longest
-    /// waiting ([`Engine::in_overload`]). Returns `false` when nobody was
-    /// left to take it.
-    fn grant_next(&self, locked: &mut Locked<'_>, level: Level, now: u64) -> bool {
-        // A probe's cut of the limit builds a queue for a round: it falls on
-        // the least important, as an overload's would.
-        let probing = self.slots.limit() < self.sustained_limit();
-        let by_importance = probing || self.in_overload(level, now);
-        let next = |queues: &mut WaitQueues| match by_importance {
-            true => queues.pop_most_important(),
-            false => queues.pop_oldest(),
+    /// Hands a held slot to the next live waiter in `order` (see
+    /// [`Engine::serve_order`]), refusing expired ones on the way. Returns
+    /// `false` when nobody was left to take it.
+    fn grant_next(
+        &self,
+        locked: &mut Locked<'_>,
+        level: Level,
+        order: ServeOrder,
+        now: u64,
+    ) -> bool {
+        let next = |queues: &mut WaitQueues| match order {
+            ServeOrder::Importance => queues.pop_most_important(),
+            ServeOrder::Arrival => queues.pop_oldest(),
         };
         while let Some(taken) = next(&mut locked.queues) {
             debug_assert!(
@@ -522,12 +554,13 @@ impl Engine {
     /// Changes the concurrency limit; a raised limit is handed to waiters at once.
     fn apply_limit(&self, limit: u32, now: u64) {
         self.slots.set_limit(limit);
-        let mut locked = self.lock();
         let level = self.controller.level();
+        let order = self.serve_order(self.in_overload(level, now));
+        let mut locked = self.lock();
         // As in `give_back`: a waiter the level now sheds is refused, not served.
         self.drain_shed(&mut locked, level);
         while self.slots.take_below_limit() {
-            if !self.grant_next(&mut locked, level, now) {
+            if !self.grant_next(&mut locked, level, order, now) {
                 self.slots.give_back_locked();
                 break;
             }

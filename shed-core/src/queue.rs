@@ -335,6 +335,23 @@ mod tests {
     }
 
     #[test]
+    fn pops_the_longest_waiting_first_across_ranks_skipping_removed_ones() {
+        let mut queues = WaitQueues::new();
+        push(&mut queues, BATCH, 0);
+        let gone = push(&mut queues, CRITICAL, 0);
+        push(&mut queues, CRITICAL, 0);
+        push(&mut queues, BATCH, 0);
+        assert!(queues.remove(CRITICAL, gone).is_some());
+        let order: Vec<_> = std::iter::from_fn(|| {
+            queues
+                .pop_oldest()
+                .map(|taken| (taken.entry.id, taken.rank))
+        })
+        .collect();
+        assert_eq!(order, [(0, BATCH), (2, CRITICAL), (3, BATCH)]);
+    }
+
+    #[test]
     fn removes_from_the_front_the_middle_and_the_back() {
         let mut queues = WaitQueues::new();
         let keys: Vec<_> = (0..5).map(|_| push(&mut queues, BATCH, 0)).collect();

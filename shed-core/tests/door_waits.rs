@@ -2,9 +2,9 @@
 //! deadline, what callers are seen to wait (callers often advertise the
 //! whole operation's deadline while each attempt gives up much sooner, and a
 //! request kept waiting past its caller's patience is served to nobody), and
-//! while the controller sheds, no longer than the service takes nor than a
-//! few completions' gaps: a sustained overload needs no long queue, and
-//! every wait adds to everyone's latency.
+//! while the controller sheds, no longer than a few completions' gaps (and
+//! one gap per slot the service sustains): a sustained overload needs no
+//! long queue, and every wait adds to everyone's latency.
 
 mod common;
 
@@ -184,8 +184,8 @@ fn under_a_limit_far_above_the_service_a_shedding_door_keeps_eight_waiters() {
 /// quarter while no clean baseline was measured) for a round, while the
 /// drain the service is held to sustain stays that of 16 slots. The
 /// overload's queue is still eight waiters long, counted in the probe's
-/// slot times: in the sustained limit's, it would shrink to four, and the
-/// important requests the halved drain still serves would be refused
+/// slot times: bounded by one mean service time, it would shrink to four,
+/// and the important requests the cut drain still serves would be refused
 /// whenever a few of them queued at once.
 #[test]
 fn a_probe_of_the_adaptive_limit_keeps_the_overload_queue_eight_waiters_long() {

@@ -193,6 +193,22 @@ fn raising_the_limit_in_an_overload_hands_the_new_slots_to_waiters_most_importan
 }
 
 #[test]
+fn raising_the_limit_below_overload_hands_the_new_slots_to_the_longest_waiting() {
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
+    let _held = busy_slot_of_10_ms(&shedder, &clock);
+    let mut background = queued(shedder.admit(&Arrival::new(Class::Background)));
+    let mut interactive = queued(shedder.admit(&Arrival::new(Class::Interactive)));
+    let mut critical = queued(shedder.admit(&Arrival::new(Class::Critical)));
+
+    shedder.set_limit(3).unwrap();
+
+    let _background = ready(&mut background).expect("a new slot");
+    let _interactive = ready(&mut interactive).expect("a new slot");
+    assert_pending(&mut critical);
+    assert_eq!(shedder.stats().queue_len(), 1);
+}
+
+#[test]
 fn raising_the_limit_with_nobody_waiting_frees_slots_for_arrivals() {
     let (shedder, _clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let _held = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
@@ -298,23 +314,6 @@ fn interactive_in_a_hurry_behind_critical(
 }
 
 #[test]
-fn while_nothing_is_shed_a_waiter_that_would_run_out_of_time_is_served_before_its_turn() {
-    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
-    let held = busy_slot_of_10_ms(&shedder, &clock);
-    assert_eq!(shedder.level(), shed_core::Level::NONE);
-    let (mut hurried, mut critical) =
-        interactive_in_a_hurry_behind_critical(&shedder, &clock, held, common::ms(40), 5);
-    // Five critical requests ahead would take 50 ms; the interactive one has
-    // 15 ms left to start: it goes first, and they wait one slot time more.
-    let permit = ready(&mut hurried).expect("served before it runs out of time");
-    for waiter in &mut critical {
-        assert_pending(waiter);
-    }
-    drop(permit);
-    assert!(ready(&mut critical[0]).is_ok());
-}
-
-#[test]
 fn once_the_level_sheds_the_order_is_strict_even_for_a_waiter_in_a_hurry() {
     let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let held = busy_slot_of_10_ms(&shedder, &clock);
@@ -332,9 +331,9 @@ fn once_the_level_sheds_the_order_is_strict_even_for_a_waiter_in_a_hurry() {
     assert!(level > shed_core::Level::NONE);
     assert!(!level.sheds(common::original(Class::Interactive), shed_core::Cohort::MAX));
     // While the level sheds, a request waits no longer than the service
-    // takes: one critical request may queue. The interactive one has 5 ms
-    // left to start when the slot comes back, and the critical one ahead of
-    // it takes 10: it is endangered, and waits its turn all the same.
+    // takes: one critical request may queue. The interactive one queued
+    // first and has 5 ms left to start when the slot comes back, where the
+    // critical one ahead of it takes 10: it waits its turn all the same.
     let (mut hurried, mut critical) =
         interactive_in_a_hurry_behind_critical(&shedder, &clock, held, common::ms(30), 1);
     assert_pending(&mut hurried);

@@ -48,8 +48,9 @@
 //! the service slowed down is too low; both are the anchors' known failure
 //! modes (a drifting or poisoned `rtt_noload`). So the baseline and the knee
 //! are only learned by a *probe*: cut the limit (by half; by a quarter while
-//! no clean baseline was ever measured) and measure the permits admitted
-//! after the cut (an epoch, so older work draining does not count). A probe
+//! no clean baseline was ever measured, unless it backed off out of slow
+//! start) and measure the permits admitted after the cut (an epoch, so
+//! older work draining does not count). A probe
 //! only for learning (leaving slow start, a refresh) waits until rounds in a
 //! row that handed nearly every released slot straight to a waiter have
 //! lasted half a second, and the controller found the load outpacing the
@@ -214,12 +215,14 @@ enum Phase {
     SlowStart,
     /// Tracking the knee.
     Steady,
-    /// The limit was cut from `from`; `before` is the throughput with the
-    /// service saturated, pooled over every round known to be.
+    /// The limit was cut from `from`, by `divisor` each cut; `before` is
+    /// the throughput with the service saturated, pooled over every round
+    /// known to be.
     Probing {
         before: Throughput,
         from: f64,
         cause: Cause,
+        divisor: f64,
     },
 }
 
@@ -272,8 +275,14 @@ pub(crate) struct Estimator {
     /// How long the rounds in a row that handed at least
     /// [`SATURATED_SHARE`] of their releases to waiters lasted, nanoseconds.
     full_for: u64,
-    /// Whether one of those rounds was overloaded.
+    /// Whether one of those rounds, since the last probe began, was
+    /// overloaded.
     overload_seen: bool,
+    /// Whether an interval left out of every round (while an epoch settled,
+    /// or in a round too quiet to decide) was overloaded: the next round
+    /// counts it, since settling follows every cut, which is when an
+    /// overload shows.
+    skipped_overload: bool,
     /// Rounds between refresh probes: doubling up to `refresh_rounds`.
     refresh_after: u32,
     /// Probes in a row whose knees agreed, averaged into the belief.
@@ -309,6 +318,7 @@ impl Estimator {
             rounds_since_probe: 0,
             full_for: 0,
             overload_seen: false,
+            skipped_overload: false,
             refresh_after: FIRST_REFRESH.min(settings.refresh_rounds),
             agreeing: 0,
             probes: 0,
@@ -364,7 +374,7 @@ impl Estimator {
     /// Takes one interval's samples. Returns whether permits admitted from
     /// now on start a new epoch (the old epoch's samples no longer describe
     /// the limit in force); the limit to apply is [`limit`](Estimator::limit).
-    pub(crate) fn on_interval(&mut self, interval: IntervalSamples) -> bool {
+    pub(crate) fn on_interval(&mut self, mut interval: IntervalSamples) -> bool {
         if self.settling {
             // Skip until the old limit's permits have drained.
             // Slow start only asks whether hold times inflated: a rougher
@@ -376,9 +386,11 @@ impl Estimator {
             let own = interval.samples as f64;
             self.settling = !(interval.released > 0 && own >= share * interval.released as f64);
             if self.settling {
+                self.skipped_overload |= interval.overloaded;
                 return false;
             }
         }
+        interval.overloaded |= std::mem::take(&mut self.skipped_overload);
         self.round.add(&interval);
         let round = self.round;
         let needed = self.samples_needed();
@@ -387,6 +399,7 @@ impl Estimator {
         if !filled {
             if round.elapsed >= self.settings.max_round {
                 // Too quiet to judge: decide nothing, keep the limit.
+                self.skipped_overload |= round.overloaded;
                 self.round = IntervalSamples::default();
             }
             return false;
@@ -437,6 +450,7 @@ impl Estimator {
             before,
             from,
             cause,
+            divisor,
         } = self.phase
         {
             if !fed {
@@ -446,7 +460,8 @@ impl Estimator {
             }
             // The round began once the older permits had drained, and the
             // service was kept full: every release counts its throughput.
-            return self.probe_measured(before, cause, Throughput::of(round), completed_hold);
+            let measured = Throughput::of(round);
+            return self.probe_measured(before, cause, divisor, measured, completed_hold);
         }
 
         let baseline = *self.baseline.get_or_insert(completed_hold);
@@ -543,8 +558,7 @@ impl Estimator {
             if !saturated {
                 return false;
             }
-            let before = Throughput::of(round);
-            return self.cut_for_probe(before, Cause::Evidence, self.limit / 2.0);
+            return self.cut_for_probe(Throughput::of(round), Cause::Evidence, 2.0);
         }
         // One round may mislead (the first after a new limit reads short,
         // since its longest permits are still held when it ends); two in a
@@ -654,18 +668,19 @@ impl Estimator {
 
     /// Halves the limit to measure what the service does with less.
     ///
-    /// The first cut halves the limit (quarters it while no clean baseline
-    /// was ever measured): if the service merely got slower, throughput falls
-    /// at once and the knee is found in one round. If throughput held, work
-    /// was queueing inside, and the next cut goes straight below the knee
-    /// Little's law suggests with the clean baseline, `before * baseline`.
+    /// Each cut halves the limit (quarters it while no clean baseline was
+    /// ever measured, see [`Estimator::probe_divisor`]): if the service
+    /// merely got slower, throughput falls at once and the knee is found in
+    /// one round. If throughput held, work was queueing inside, and the
+    /// next cut divides the limit as much again.
     fn start_probe(&mut self, before: Throughput, cause: Cause) -> bool {
-        let target = self.limit / self.probe_divisor();
-        self.cut_for_probe(before, cause, target)
+        self.cut_for_probe(before, cause, self.probe_divisor())
     }
 
-    /// How much a probe cuts: by half, or by a quarter while no clean
-    /// baseline was ever measured (the limit may lie far above the knee).
+    /// How much a probe's cuts divide the limit by: a half, or a quarter
+    /// while no clean baseline was ever measured (the limit may lie far
+    /// above the knee; a limit that backed off out of slow start does not,
+    /// and its probe halves it). A probe keeps its divisor for every cut.
     fn probe_divisor(&self) -> f64 {
         if self.clean {
             2.0
@@ -674,7 +689,8 @@ impl Estimator {
         }
     }
 
-    fn cut_for_probe(&mut self, before: Throughput, cause: Cause, target: f64) -> bool {
+    /// Cuts the limit to a `divisor`-th of itself, and (re)starts probing.
+    fn cut_for_probe(&mut self, before: Throughput, cause: Cause, divisor: f64) -> bool {
         let from = match self.phase {
             Phase::Probing { from, .. } => from,
             _ => self.limit,
@@ -683,9 +699,12 @@ impl Estimator {
             before,
             from,
             cause,
+            divisor,
         };
         self.probes += 1;
-        self.limit = target.max(f64::from(self.settings.min));
+        // The next probe to learn needs an overload seen after this one.
+        self.overload_seen = false;
+        self.limit = (self.limit / divisor).max(f64::from(self.settings.min));
         self.streak = Streak::default();
         self.rounds_since_probe = 0;
         self.restart_round();
@@ -697,6 +716,7 @@ impl Estimator {
         &mut self,
         before: Throughput,
         cause: Cause,
+        divisor: f64,
         measured: Throughput,
         hold: f64,
     ) -> bool {
@@ -717,12 +737,10 @@ impl Estimator {
         }
         if held && !at_floor {
             // Throughput held, and work queued inside: the knee lies lower.
-            // Halve again, or quarter while no clean baseline was ever
-            // measured (the limit may be far above the knee). A cut guided
-            // by the baseline would go far too low when the baseline is
-            // stale because the service slowed down.
-            let divisor = self.probe_divisor();
-            return self.cut_for_probe(saturated, cause, self.limit / divisor);
+            // Cut as much again. A cut guided by the baseline would go far
+            // too low when the baseline is stale because the service slowed
+            // down.
+            return self.cut_for_probe(saturated, cause, divisor);
         }
         // Little's law at the probe, which stood below the knee with the
         // service kept full: the concurrency of the knee is the probe's

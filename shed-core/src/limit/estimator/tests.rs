@@ -551,8 +551,8 @@ fn a_limit_that_backed_off_out_of_slow_start_is_probed_by_half_not_a_quarter() {
         }
     }
     assert_eq!(estimator.beliefs().back_offs, 1);
-    let backed_off = estimator.limit();
-    assert!(backed_off < 8, "{backed_off}");
+    let backed_off = estimator.limit;
+    assert!(backed_off < 8.0, "{backed_off}");
     // Clean rounds that keep the service full under overload: the probe
     // that measures the first clean baseline.
     for _ in 0..20 {
@@ -562,8 +562,74 @@ fn a_limit_that_backed_off_out_of_slow_start_is_probed_by_half_not_a_quarter() {
         }
     }
     assert_eq!(estimator.beliefs().phase, "probing");
-    assert_eq!(
-        estimator.limit(),
-        to_limit(f64::from(backed_off) / 2.0, &estimator.settings)
-    );
+    assert_eq!(estimator.limit, backed_off / 2.0);
+    // Throughput held at half (the same 40 permits an interval): the next
+    // cut halves again, not a quarter.
+    for _ in 0..20 {
+        estimator.on_interval(kept_full(true));
+        if estimator.limit < backed_off / 2.0 {
+            break;
+        }
+    }
+    assert_eq!(estimator.limit, backed_off / 4.0);
+}
+
+/// An interval of a probe at 4 slots of 20 ms: half the throughput of
+/// [`kept_full`].
+fn probed_at_4() -> IntervalSamples {
+    IntervalSamples {
+        released: 20,
+        handed_off: 20,
+        samples: 20,
+        hold: 20 * 20 * MS,
+        completed: 20,
+        completed_hold: 20 * 20 * MS,
+        ..kept_full(true)
+    }
+}
+
+#[test]
+fn an_overload_seen_before_the_service_stopped_being_full_does_not_count() {
+    let mut estimator = Estimator::new(settings(8));
+    for _ in 0..3 {
+        estimator.on_interval(kept_full(true));
+    }
+    // A gap: a quarter of the released slots found nobody waiting.
+    let gap = IntervalSamples {
+        handed_off: 30,
+        ..kept_full(false)
+    };
+    estimator.on_interval(gap);
+    estimator.on_interval(gap);
+    for _ in 0..100 {
+        estimator.on_interval(kept_full(false));
+    }
+    assert_eq!(estimator.beliefs().probes, 0);
+}
+
+#[test]
+fn a_refresh_probe_also_waits_for_the_controller_to_see_overload() {
+    let mut estimator = Estimator::new(settings(8));
+    // Slow start doubles to 16; throughput stays at 400/s; the probe
+    // quarters the limit to 4 and throughput halves: the knee is 8.
+    while estimator.beliefs().phase != "probing" {
+        estimator.on_interval(kept_full(true));
+    }
+    while estimator.beliefs().phase == "probing" {
+        estimator.on_interval(probed_at_4());
+    }
+    let knee = estimator.beliefs().knee.expect("a knee");
+    assert!((7.0..=9.0).contains(&knee), "{knee}");
+    let probes = estimator.beliefs().probes;
+    // Kept full for 30 s without overload (the one seen before the probe
+    // does not count): no refresh.
+    for _ in 0..300 {
+        estimator.on_interval(kept_full(false));
+    }
+    assert_eq!(estimator.beliefs().probes, probes);
+    // Overload: the refresh that was due runs.
+    for _ in 0..10 {
+        estimator.on_interval(kept_full(true));
+    }
+    assert!(estimator.beliefs().probes > probes);
 }
