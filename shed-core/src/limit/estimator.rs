@@ -48,9 +48,8 @@
 //! the service slowed down is too low; both are the anchors' known failure
 //! modes (a drifting or poisoned `rtt_noload`). So the baseline and the knee
 //! are only learned by a *probe*: cut the limit (by half; by a quarter while
-//! no clean baseline was ever measured, unless it backed off out of slow
-//! start) and measure the permits admitted after the cut (an epoch, so
-//! older work draining does not count). A probe
+//! no clean baseline was ever measured) and measure the permits admitted
+//! after the cut (an epoch, so older work draining does not count). A probe
 //! only for learning (leaving slow start, a refresh) waits until rounds in a
 //! row that handed nearly every released slot straight to a waiter have
 //! lasted half a second, and the controller found the load outpacing the
@@ -215,14 +214,12 @@ enum Phase {
     SlowStart,
     /// Tracking the knee.
     Steady,
-    /// The limit was cut from `from`, by `divisor` each cut; `before` is
-    /// the throughput with the service saturated, pooled over every round
-    /// known to be.
+    /// The limit was cut from `from`; `before` is the throughput with the
+    /// service saturated, pooled over every round known to be.
     Probing {
         before: Throughput,
         from: f64,
         cause: Cause,
-        divisor: f64,
     },
 }
 
@@ -450,7 +447,6 @@ impl Estimator {
             before,
             from,
             cause,
-            divisor,
         } = self.phase
         {
             if !fed {
@@ -461,7 +457,7 @@ impl Estimator {
             // The round began once the older permits had drained, and the
             // service was kept full: every release counts its throughput.
             let measured = Throughput::of(round);
-            return self.probe_measured(before, cause, divisor, measured, completed_hold);
+            return self.probe_measured(before, cause, measured, completed_hold);
         }
 
         let baseline = *self.baseline.get_or_insert(completed_hold);
@@ -542,23 +538,15 @@ impl Estimator {
         }
         if !self.clean && self.phase != Phase::SlowStart {
             // A large initial limit may lie far above the knee: its probe
-            // goes at once, and quarters it. A limit that left slow start by
-            // backing off waits for saturation, as slow start's own exit
-            // does (a spike's first second, or a slowdown's, is no time to
-            // cut it), and only halves it: the back-off already lowered a
-            // limit slow start had not yet doubled past the knee, and under
-            // the overload that caused it a quarter cannot carry even the
-            // important share of the load (a cut from 7 to 2 at the start of
-            // a batch spike refused a fifth of the interactive requests, at
-            // 0.4x of capacity, for its round).
+            // goes at once. A limit that left slow start by backing off
+            // waits for saturation, as slow start's own exit does: a spike's
+            // first second (or a slowdown's) is no time to cut it by a
+            // quarter.
             let from_slow_start = self.settings.initial <= SLOW_START_MAX;
-            if !from_slow_start {
-                return self.start_probe(Throughput::of(round), Cause::Evidence);
-            }
-            if !saturated {
+            if from_slow_start && !saturated {
                 return false;
             }
-            return self.cut_for_probe(Throughput::of(round), Cause::Evidence, 2.0);
+            return self.start_probe(Throughput::of(round), Cause::Evidence);
         }
         // One round may mislead (the first after a new limit reads short,
         // since its longest permits are still held when it ends); two in a
@@ -679,8 +667,11 @@ impl Estimator {
 
     /// How much a probe's cuts divide the limit by: a half, or a quarter
     /// while no clean baseline was ever measured (the limit may lie far
-    /// above the knee; a limit that backed off out of slow start does not,
-    /// and its probe halves it). A probe keeps its divisor for every cut.
+    /// above the knee). A half cut from a limit less than 1.5 times the
+    /// knee lands where throughput still reads as held (at three quarters
+    /// of the knee or more), and the knee then measured below it pools that
+    /// rate into the throughput before: after a back-off out of slow start
+    /// at a threefold slower service, a half cut read a knee of 5.6 for 8.
     fn probe_divisor(&self) -> f64 {
         if self.clean {
             2.0
@@ -699,7 +690,6 @@ impl Estimator {
             before,
             from,
             cause,
-            divisor,
         };
         self.probes += 1;
         // The next probe to learn needs an overload seen after this one.
@@ -716,7 +706,6 @@ impl Estimator {
         &mut self,
         before: Throughput,
         cause: Cause,
-        divisor: f64,
         measured: Throughput,
         hold: f64,
     ) -> bool {
@@ -740,19 +729,23 @@ impl Estimator {
             // Cut as much again. A cut guided by the baseline would go far
             // too low when the baseline is stale because the service slowed
             // down.
-            return self.cut_for_probe(saturated, cause, divisor);
+            return self.cut_for_probe(saturated, cause, self.probe_divisor());
         }
         // Little's law at the probe, which stood below the knee with the
         // service kept full: the concurrency of the knee is the probe's
         // limit scaled by how much more throughput there was before it.
         // That throughput was measured at the limit the probe cut from, so
         // the knee lies no higher (a service that stalls during the probe
-        // would otherwise read as a huge knee).
+        // would otherwise read as a huge knee). The probe's limit is the
+        // one in force, a whole number: the estimate it was rounded from
+        // (3.5 for a cut from 14 by four, in force as 4) would read the
+        // knee an eighth low.
         let from = match self.phase {
             Phase::Probing { from, .. } => from,
             _ => self.limit,
         };
-        let knee = (self.limit * before.rate() / rate).min(from);
+        let probed = f64::from(self.limit());
+        let knee = (probed * before.rate() / rate).min(from);
         self.knee_found(cause, knee, hold, before.rate())
     }
 

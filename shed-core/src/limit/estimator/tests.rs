@@ -535,45 +535,6 @@ fn a_service_kept_full_by_bursts_below_overload_is_not_probed_to_learn() {
     assert_eq!(estimator.beliefs().phase, "probing");
 }
 
-#[test]
-fn a_limit_that_backed_off_out_of_slow_start_is_probed_by_half_not_a_quarter() {
-    let mut estimator = Estimator::new(settings(8));
-    // Callers hang up on a quarter of the permits while they are served
-    // (each held 20 ms before it was abandoned): slow start backs off.
-    let mut abandoned = kept_full(true);
-    abandoned.completed = 30;
-    abandoned.completed_hold = 30 * 20 * MS;
-    abandoned.censored = 10;
-    for _ in 0..20 {
-        estimator.on_interval(abandoned);
-        if estimator.beliefs().back_offs > 0 {
-            break;
-        }
-    }
-    assert_eq!(estimator.beliefs().back_offs, 1);
-    let backed_off = estimator.limit;
-    assert!(backed_off < 8.0, "{backed_off}");
-    // Clean rounds that keep the service full under overload: the probe
-    // that measures the first clean baseline.
-    for _ in 0..20 {
-        estimator.on_interval(kept_full(true));
-        if estimator.beliefs().phase == "probing" {
-            break;
-        }
-    }
-    assert_eq!(estimator.beliefs().phase, "probing");
-    assert_eq!(estimator.limit, backed_off / 2.0);
-    // Throughput held at half (the same 40 permits an interval): the next
-    // cut halves again, not a quarter.
-    for _ in 0..20 {
-        estimator.on_interval(kept_full(true));
-        if estimator.limit < backed_off / 2.0 {
-            break;
-        }
-    }
-    assert_eq!(estimator.limit, backed_off / 4.0);
-}
-
 /// An interval of a probe at 4 slots of 20 ms: half the throughput of
 /// [`kept_full`].
 fn probed_at_4() -> IntervalSamples {
@@ -632,4 +593,30 @@ fn a_refresh_probe_also_waits_for_the_controller_to_see_overload() {
         estimator.on_interval(kept_full(true));
     }
     assert!(estimator.beliefs().probes > probes);
+}
+
+#[test]
+fn a_probe_reads_the_knee_at_the_limit_in_force_not_the_estimate_it_was_rounded_from() {
+    // From 18, the first probe quarters the limit to 4.5, in force as 5;
+    // 5 slots of 20 ms deliver 250 permits a second where 18 delivered 400
+    // (the knee is 8): read with 4.5, the knee would be 7.2.
+    let mut estimator = Estimator::new(settings(18));
+    while estimator.beliefs().phase != "probing" {
+        estimator.on_interval(kept_full(true));
+    }
+    assert_eq!(estimator.limit(), 5);
+    let probed_at_5 = IntervalSamples {
+        released: 25,
+        handed_off: 25,
+        samples: 25,
+        hold: 25 * 20 * MS,
+        completed: 25,
+        completed_hold: 25 * 20 * MS,
+        ..kept_full(true)
+    };
+    while estimator.beliefs().phase == "probing" {
+        estimator.on_interval(probed_at_5);
+    }
+    let knee = estimator.beliefs().knee.expect("a knee");
+    assert!((7.9..=8.1).contains(&knee), "{knee}");
 }
