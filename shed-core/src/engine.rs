@@ -370,9 +370,10 @@ impl Engine {
     ///
     /// The second bound keeps a small service's queue within one service
     /// time at the limit it sustains (a limit of 2 keeps 2 waiters, not 8).
-    /// It counts the sustained limit's slots because an adaptive limit's probe halves the limit in
-    /// force for a round: counted in its slots, the queue would be halved
-    /// too, and the important requests the halved drain still serves
+    /// It counts the sustained limit's slots because an adaptive limit's
+    /// probe halves the limit in force for a round: counted in its slots,
+    /// the queue would be halved too, and the important requests the
+    /// halved drain still serves
     /// (interactive traffic at 0.4x of capacity beside a batch spike, 80%
     /// of what the probe's limit drains) would be refused whenever a few
     /// of them queued at once. Under a limit set far above what the service

@@ -221,13 +221,8 @@ impl WaitQueues {
 
     /// Takes the first request of the most important non-empty rank.
     pub(crate) fn pop_most_important(&mut self) -> Option<Taken> {
-        let rank = *Rank::ALL
-            .iter()
-            .rev()
-            .find(|rank| self.ranks[rank.index()].len > 0)?;
-        let slot = self.ranks[rank.index()].head;
-        let entry = self.unlink(slot);
-        Some(Taken { rank, entry })
+        let rank = *Rank::ALL.iter().rev().find(|rank| self.len(**rank) > 0)?;
+        Some(self.pop_front(rank))
     }
 
     /// Takes the request that has waited longest, whatever its rank: the
@@ -235,14 +230,24 @@ impl WaitQueues {
     pub(crate) fn pop_oldest(&mut self) -> Option<Taken> {
         let rank = Rank::ALL
             .into_iter()
-            .filter(|rank| self.ranks[rank.index()].len > 0)
-            .min_by_key(|rank| {
-                let head = self.ranks[rank.index()].head;
-                self.nodes[head].entry.as_ref().map_or(u64::MAX, |e| e.id)
-            })?;
-        let slot = self.ranks[rank.index()].head;
-        let entry = self.unlink(slot);
-        Some(Taken { rank, entry })
+            .filter(|rank| self.len(*rank) > 0)
+            .min_by_key(|rank| self.front(*rank).id)?;
+        Some(self.pop_front(rank))
+    }
+
+    /// The first request of a non-empty rank's queue.
+    fn front(&self, rank: Rank) -> &Entry {
+        let head = self.ranks[rank.index()].head;
+        self.nodes[head]
+            .entry
+            .as_ref()
+            .expect("only live slots are linked into a rank's list")
+    }
+
+    /// Takes the first request of a non-empty rank's queue.
+    fn pop_front(&mut self, rank: Rank) -> Taken {
+        let entry = self.unlink(self.ranks[rank.index()].head);
+        Taken { rank, entry }
     }
 
     /// Takes a particular request out of its rank's queue, if it is still there.

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{admitted, assert_pending, build, original, queued, ready, rejected, retry};
-use shed_core::{Admission, Arrival, Class, Rank, RejectReason, Shedder, Waiter};
+use common::{admitted, assert_pending, build, original, queued, ready, rejected, retry, surge};
+use shed_core::{Admission, Arrival, Class, Permit, Rank, RejectReason, Shedder, Waiter};
 
 /// Polls every waiter once: exactly one must have been handed the slot.
 /// Its permit is dropped after the round, handing the slot on. Returns its index.
@@ -61,15 +61,6 @@ fn queue_every_rank(shedder: &Shedder) -> Vec<Option<Waiter>> {
         .iter()
         .map(|rank| Some(queued(shedder.admit(&common::arrival_at(*rank)))))
         .collect()
-}
-
-/// Thirty requests at once on a slot known to drain 100 a second, turned
-/// away (`try_admit` never waits): a surge, so the door is in an overload
-/// until the interval ends.
-fn surge(shedder: &Shedder) {
-    for _ in 0..30 {
-        assert!(shedder.try_admit(&Arrival::new(Class::Critical)).is_err());
-    }
 }
 
 #[test]
@@ -173,13 +164,20 @@ fn an_admission_can_be_awaited_until_a_slot_frees() {
     assert!(ready(&mut at_once).is_ok());
 }
 
+/// One slot, busy, and a background, an interactive and a critical request
+/// queued behind it in that order.
+fn three_classes_queued_least_important_first() -> (Shedder, Permit, [Waiter; 3]) {
+    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
+    let held = busy_slot_of_10_ms(&shedder, &clock);
+    let waiters = [Class::Background, Class::Interactive, Class::Critical]
+        .map(|class| queued(shedder.admit(&Arrival::new(class))));
+    (shedder, held, waiters)
+}
+
 #[test]
 fn raising_the_limit_in_an_overload_hands_the_new_slots_to_waiters_most_important_first() {
-    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
-    let _held = busy_slot_of_10_ms(&shedder, &clock);
-    let mut background = queued(shedder.admit(&Arrival::new(Class::Background)));
-    let mut interactive = queued(shedder.admit(&Arrival::new(Class::Interactive)));
-    let mut critical = queued(shedder.admit(&Arrival::new(Class::Critical)));
+    let (shedder, _held, [mut background, mut interactive, mut critical]) =
+        three_classes_queued_least_important_first();
     surge(&shedder);
 
     shedder.set_limit(3).unwrap();
@@ -194,11 +192,8 @@ fn raising_the_limit_in_an_overload_hands_the_new_slots_to_waiters_most_importan
 
 #[test]
 fn raising_the_limit_below_overload_hands_the_new_slots_to_the_longest_waiting() {
-    let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
-    let _held = busy_slot_of_10_ms(&shedder, &clock);
-    let mut background = queued(shedder.admit(&Arrival::new(Class::Background)));
-    let mut interactive = queued(shedder.admit(&Arrival::new(Class::Interactive)));
-    let mut critical = queued(shedder.admit(&Arrival::new(Class::Critical)));
+    let (shedder, _held, [mut background, mut interactive, mut critical]) =
+        three_classes_queued_least_important_first();
 
     shedder.set_limit(3).unwrap();
 

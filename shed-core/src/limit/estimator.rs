@@ -275,11 +275,6 @@ pub(crate) struct Estimator {
     /// Whether one of those rounds, since the last probe began, was
     /// overloaded.
     overload_seen: bool,
-    /// Whether an interval left out of every round (while an epoch settled,
-    /// or in a round too quiet to decide) was overloaded: the next round
-    /// counts it, since settling follows every cut, which is when an
-    /// overload shows.
-    skipped_overload: bool,
     /// Rounds between refresh probes: doubling up to `refresh_rounds`.
     refresh_after: u32,
     /// Probes in a row whose knees agreed, averaged into the belief.
@@ -315,7 +310,6 @@ impl Estimator {
             rounds_since_probe: 0,
             full_for: 0,
             overload_seen: false,
-            skipped_overload: false,
             refresh_after: FIRST_REFRESH.min(settings.refresh_rounds),
             agreeing: 0,
             probes: 0,
@@ -371,7 +365,7 @@ impl Estimator {
     /// Takes one interval's samples. Returns whether permits admitted from
     /// now on start a new epoch (the old epoch's samples no longer describe
     /// the limit in force); the limit to apply is [`limit`](Estimator::limit).
-    pub(crate) fn on_interval(&mut self, mut interval: IntervalSamples) -> bool {
+    pub(crate) fn on_interval(&mut self, interval: IntervalSamples) -> bool {
         if self.settling {
             // Skip until the old limit's permits have drained.
             // Slow start only asks whether hold times inflated: a rougher
@@ -383,11 +377,12 @@ impl Estimator {
             let own = interval.samples as f64;
             self.settling = !(interval.released > 0 && own >= share * interval.released as f64);
             if self.settling {
-                self.skipped_overload |= interval.overloaded;
+                // Its samples are left out, not its overload: settling
+                // follows every cut, which is when an overload shows.
+                self.round.overloaded |= interval.overloaded;
                 return false;
             }
         }
-        interval.overloaded |= std::mem::take(&mut self.skipped_overload);
         self.round.add(&interval);
         let round = self.round;
         let needed = self.samples_needed();
@@ -395,9 +390,12 @@ impl Estimator {
         let filled = round.samples >= needed && (round.elapsed as f64) >= 2.0 * mean_hold;
         if !filled {
             if round.elapsed >= self.settings.max_round {
-                // Too quiet to judge: decide nothing, keep the limit.
-                self.skipped_overload |= round.overloaded;
-                self.round = IntervalSamples::default();
+                // Too quiet to judge: decide nothing, keep the limit (and
+                // what overload the round saw).
+                self.round = IntervalSamples {
+                    overloaded: round.overloaded,
+                    ..IntervalSamples::default()
+                };
             }
             return false;
         }
@@ -456,8 +454,7 @@ impl Estimator {
             }
             // The round began once the older permits had drained, and the
             // service was kept full: every release counts its throughput.
-            let measured = Throughput::of(round);
-            return self.probe_measured(before, cause, measured, completed_hold);
+            return self.probe_measured(before, cause, Throughput::of(round), completed_hold);
         }
 
         let baseline = *self.baseline.get_or_insert(completed_hold);

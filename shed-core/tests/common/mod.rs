@@ -16,6 +16,15 @@ use shed_core::{
     Waiter,
 };
 
+/// Thirty requests at once, turned away (`try_admit` never waits): on a
+/// slot known to drain about 100 a second, a surge, so the door is in an
+/// overload until the interval ends.
+pub fn surge(shedder: &Shedder) {
+    for _ in 0..30 {
+        assert!(shedder.try_admit(&Arrival::new(Class::Critical)).is_err());
+    }
+}
+
 /// `n` milliseconds.
 pub const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)

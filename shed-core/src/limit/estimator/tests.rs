@@ -503,21 +503,46 @@ fn a_knee_of_1_2_keeps_a_limit_of_2_and_one_of_8_3_a_limit_of_9() {
     assert_eq!(to_limit(knee_floor(1.0, low), &settings), 1);
 }
 
-/// An interval of 8 slots kept full by a waiting queue: 40 permits of 20 ms
-/// given back, each slot handed straight to a waiter.
-fn kept_full(overloaded: bool) -> IntervalSamples {
+/// An interval of `slots` kept full by a waiting queue: 5 permits of 20 ms
+/// given back per slot, each slot handed straight to a waiter.
+fn slots_kept_full(slots: u64, overloaded: bool) -> IntervalSamples {
+    let released = 5 * slots;
     IntervalSamples {
         elapsed: INTERVAL,
         overloaded,
         blocked: 10,
-        released: 40,
-        handed_off: 40,
-        samples: 40,
-        hold: 40 * 20 * MS,
-        completed: 40,
-        completed_hold: 40 * 20 * MS,
+        released,
+        handed_off: released,
+        samples: released,
+        hold: released * 20 * MS,
+        completed: released,
+        completed_hold: released * 20 * MS,
         censored: 0,
     }
+}
+
+/// 8 slots kept full (see [`slots_kept_full`]): 400 permits a second.
+fn kept_full(overloaded: bool) -> IntervalSamples {
+    slots_kept_full(8, overloaded)
+}
+
+/// Feeds `interval` until `done`, failing after a minute of intervals.
+fn feed_until(
+    estimator: &mut Estimator,
+    interval: IntervalSamples,
+    done: impl Fn(&Estimator) -> bool,
+) {
+    for _ in 0..600 {
+        if done(estimator) {
+            return;
+        }
+        estimator.on_interval(interval);
+    }
+    panic!("not done after 600 intervals: {:?}", estimator.beliefs());
+}
+
+fn probing(estimator: &Estimator) -> bool {
+    estimator.beliefs().phase == "probing"
 }
 
 #[test]
@@ -533,20 +558,6 @@ fn a_service_kept_full_by_bursts_below_overload_is_not_probed_to_learn() {
     assert_eq!(estimator.beliefs().probes, 0);
     estimator.on_interval(kept_full(true));
     assert_eq!(estimator.beliefs().phase, "probing");
-}
-
-/// An interval of a probe at 4 slots of 20 ms: half the throughput of
-/// [`kept_full`].
-fn probed_at_4() -> IntervalSamples {
-    IntervalSamples {
-        released: 20,
-        handed_off: 20,
-        samples: 20,
-        hold: 20 * 20 * MS,
-        completed: 20,
-        completed_hold: 20 * 20 * MS,
-        ..kept_full(true)
-    }
 }
 
 #[test]
@@ -573,12 +584,8 @@ fn a_refresh_probe_also_waits_for_the_controller_to_see_overload() {
     let mut estimator = Estimator::new(settings(8));
     // Slow start doubles to 16; throughput stays at 400/s; the probe
     // quarters the limit to 4 and throughput halves: the knee is 8.
-    while estimator.beliefs().phase != "probing" {
-        estimator.on_interval(kept_full(true));
-    }
-    while estimator.beliefs().phase == "probing" {
-        estimator.on_interval(probed_at_4());
-    }
+    feed_until(&mut estimator, kept_full(true), probing);
+    feed_until(&mut estimator, slots_kept_full(4, true), |e| !probing(e));
     let knee = estimator.beliefs().knee.expect("a knee");
     assert!((7.0..=9.0).contains(&knee), "{knee}");
     let probes = estimator.beliefs().probes;
@@ -601,22 +608,31 @@ fn a_probe_reads_the_knee_at_the_limit_in_force_not_the_estimate_it_was_rounded_
     // 5 slots of 20 ms deliver 250 permits a second where 18 delivered 400
     // (the knee is 8): read with 4.5, the knee would be 7.2.
     let mut estimator = Estimator::new(settings(18));
-    while estimator.beliefs().phase != "probing" {
-        estimator.on_interval(kept_full(true));
-    }
+    feed_until(&mut estimator, kept_full(true), probing);
     assert_eq!(estimator.limit(), 5);
-    let probed_at_5 = IntervalSamples {
-        released: 25,
-        handed_off: 25,
-        samples: 25,
-        hold: 25 * 20 * MS,
-        completed: 25,
-        completed_hold: 25 * 20 * MS,
-        ..kept_full(true)
-    };
-    while estimator.beliefs().phase == "probing" {
-        estimator.on_interval(probed_at_5);
-    }
+    feed_until(&mut estimator, slots_kept_full(5, true), |e| !probing(e));
     let knee = estimator.beliefs().knee.expect("a knee");
     assert!((7.9..=8.1).contains(&knee), "{knee}");
+}
+
+#[test]
+fn an_overload_seen_while_an_epoch_settles_counts_for_the_next_round() {
+    let mut estimator = Estimator::new(settings(8));
+    // Slow start doubles to 16: the next interval's releases are all of
+    // the old epoch (skipped), and the controller found it overloaded.
+    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    let settling = IntervalSamples {
+        samples: 0,
+        hold: 0,
+        completed: 0,
+        completed_hold: 0,
+        ..kept_full(true)
+    };
+    estimator.on_interval(settling);
+    // Throughput stopped growing; the service stays full: that overload
+    // lets the probe that ends slow start run.
+    for _ in 0..20 {
+        estimator.on_interval(kept_full(false));
+    }
+    assert!(estimator.beliefs().probes > 0, "{:?}", estimator.beliefs());
 }
