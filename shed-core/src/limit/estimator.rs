@@ -47,8 +47,9 @@
 //! A baseline measured above the knee is inflated, and one measured before
 //! the service slowed down is too low; both are the anchors' known failure
 //! modes (a drifting or poisoned `rtt_noload`). So the baseline and the knee
-//! are only learned by a *probe*: cut the limit (by half; by a quarter while
-//! no clean baseline was ever measured) and measure the permits admitted
+//! are only learned by a *probe*: cut the limit (by half; by a quarter when
+//! slow start ends or a large initial limit is first probed) and measure
+//! the permits admitted
 //! after the cut (an epoch, so older work draining does not count). A probe
 //! only for learning (leaving slow start, a refresh) waits until rounds in a
 //! row that handed nearly every released slot straight to a waiter have
@@ -74,8 +75,10 @@
 //! Probes run when hold times inflate well past the baseline for two rounds
 //! (a queue inside, or a service that got slower: the probe tells which),
 //! when they fall well below it for two rounds (a faster service), and as a
-//! *refresh*: soon after the first knee is found, then at doubling intervals
-//! up to `refresh_rounds`, each refining the knee; a refresh puts the limit
+//! *refresh*: soon after the first knee is found, then at intervals that
+//! grow fourfold up to `refresh_rounds`, each refining the knee (a round of
+//! the full count: a refresh's answer is averaged in, and each one costs
+//! throughput); a refresh puts the limit
 //! back where it stood, moved as much as the knee moved. A service that got
 //! three times slower but still runs `K` requests at once keeps its limit:
 //! the probe finds throughput falling at `K / 2` and the knee where it was.
@@ -153,6 +156,13 @@ const FIRST_REFRESH: u32 = 8;
 /// high. The throughput of a round of 64 to 128 permits varies by 9 to 13%,
 /// and a ratio of two by about half again: 0.75 keeps false "fell" rare.
 const THROUGHPUT_HELD: f64 = 0.75;
+/// A held probe's throughput at or above this share of the one before is
+/// the same saturated throughput measured again, and is pooled with it.
+/// Between [`THROUGHPUT_HELD`] and this the probe may stand just below the
+/// knee (a cut to three quarters of it reads 0.75): pooling that rate would
+/// lower the throughput the next cut is held against, and with it the knee
+/// (a half cut from 12 on a knee of 8, pooled, read a knee of 5.6).
+const THROUGHPUT_CLEARLY_HELD: f64 = 0.9;
 /// A probe whose throughput held with hold times at most this share over
 /// the clean baseline stands at the knee: nothing waits inside, and the
 /// concurrency it measured is all the service runs at once (at 1.2 times the
@@ -215,11 +225,13 @@ enum Phase {
     /// Tracking the knee.
     Steady,
     /// The limit was cut from `from`; `before` is the throughput with the
-    /// service saturated, pooled over every round known to be.
+    /// service saturated, pooled over every round known to be; each cut
+    /// divides the limit by `divisor`.
     Probing {
         before: Throughput,
         from: f64,
         cause: Cause,
+        divisor: f64,
     },
 }
 
@@ -275,7 +287,8 @@ pub(crate) struct Estimator {
     /// Whether one of those rounds, since the last probe began, was
     /// overloaded.
     overload_seen: bool,
-    /// Rounds between refresh probes: doubling up to `refresh_rounds`.
+    /// Rounds between refresh probes: growing fourfold up to
+    /// `refresh_rounds`.
     refresh_after: u32,
     /// Probes in a row whose knees agreed, averaged into the belief.
     agreeing: u32,
@@ -419,12 +432,13 @@ impl Estimator {
                 cause: Cause::Evidence,
                 ..
             } => (16 * limit).clamp(full, 2 * full),
-            // A refresh is not urgent: it measures as precisely as a probe
-            // may.
+            // A refresh only refines what is known, and its answer is
+            // averaged in: a round of the full count will do, and costs
+            // half the throughput of a longer one.
             Phase::Probing {
                 cause: Cause::Refresh,
                 ..
-            } => 2 * full,
+            } => full,
         }
     }
 
@@ -445,6 +459,7 @@ impl Estimator {
             before,
             from,
             cause,
+            divisor,
         } = self.phase
         {
             if !fed {
@@ -454,7 +469,8 @@ impl Estimator {
             }
             // The round began once the older permits had drained, and the
             // service was kept full: every release counts its throughput.
-            return self.probe_measured(before, cause, Throughput::of(round), completed_hold);
+            let measured = Throughput::of(round);
+            return self.probe_measured(before, cause, divisor, measured, completed_hold);
         }
 
         let baseline = *self.baseline.get_or_insert(completed_hold);
@@ -593,11 +609,14 @@ impl Estimator {
             (self.headroom - HEADROOM_STEP).max(low)
         };
         if self.rounds_since_probe >= self.refresh_after && saturated {
-            // The first refreshes come soon, each measuring the knee again
-            // (see knee_found); then they space out to `refresh_rounds`.
+            // The first refresh comes soon, measuring the knee again (see
+            // knee_found); then they space out fourfold to
+            // `refresh_rounds`: after two probes that agree the knee is
+            // known to a few percent, and each refresh halves the
+            // throughput for a round.
             self.refresh_after = self
                 .refresh_after
-                .saturating_mul(2)
+                .saturating_mul(4)
                 .min(self.settings.refresh_rounds);
             // Nothing changed that the rounds could see: the smoothed
             // delivery rate is the throughput to hold the probe against.
@@ -653,27 +672,29 @@ impl Estimator {
 
     /// Halves the limit to measure what the service does with less.
     ///
-    /// Each cut halves the limit (quarters it while no clean baseline was
-    /// ever measured, see [`Estimator::probe_divisor`]): if the service
-    /// merely got slower, throughput falls at once and the knee is found in
-    /// one round. If throughput held, work was queueing inside, and the
-    /// next cut divides the limit as much again.
+    /// Each cut halves the limit (quarters it, in some cases, while no
+    /// clean baseline was ever measured, see [`Estimator::probe_divisor`]):
+    /// if the service merely got slower, throughput falls at once and the
+    /// knee is found in one round. If throughput held, work was queueing
+    /// inside, and the next cut divides the limit as much again.
     fn start_probe(&mut self, before: Throughput, cause: Cause) -> bool {
         self.cut_for_probe(before, cause, self.probe_divisor())
     }
 
-    /// How much a probe's cuts divide the limit by: a half, or a quarter
-    /// while no clean baseline was ever measured (the limit may lie far
-    /// above the knee). A half cut from a limit less than 1.5 times the
-    /// knee lands where throughput still reads as held (at three quarters
-    /// of the knee or more), and the knee then measured below it pools that
-    /// rate into the throughput before: after a back-off out of slow start
-    /// at a threefold slower service, a half cut read a knee of 5.6 for 8.
+    /// How much a new probe's cuts divide the limit by: a half, or a
+    /// quarter while no clean baseline was ever measured and the limit
+    /// likely lies at twice the knee or more: when slow start ends (its
+    /// throughput stopped doubling with the limit) and when a large initial
+    /// limit is probed. A back-off out of slow start leaves a limit within
+    /// twice the knee, where a quarter cut (7 to 2 at a batch spike's
+    /// start) serves less than the interactive traffic beside the batch.
     fn probe_divisor(&self) -> f64 {
-        if self.clean {
-            2.0
-        } else {
+        let far_above =
+            self.phase == Phase::SlowStart || self.limit > f64::from(2 * SLOW_START_MAX);
+        if !self.clean && far_above {
             4.0
+        } else {
+            2.0
         }
     }
 
@@ -687,6 +708,7 @@ impl Estimator {
             before,
             from,
             cause,
+            divisor,
         };
         self.probes += 1;
         // The next probe to learn needs an overload seen after this one.
@@ -703,15 +725,20 @@ impl Estimator {
         &mut self,
         before: Throughput,
         cause: Cause,
+        divisor: f64,
         measured: Throughput,
         hold: f64,
     ) -> bool {
         let at_floor = self.limit() <= self.settings.min;
         let rate = measured.rate();
         let held = rate >= THROUGHPUT_HELD * before.rate();
-        // Where throughput held, the probe measured the same saturated
-        // throughput again: pool it.
-        let saturated = before.pooled(measured);
+        // Where throughput clearly held, the probe measured the same
+        // saturated throughput again: pool it.
+        let saturated = if rate >= THROUGHPUT_CLEARLY_HELD * before.rate() {
+            before.pooled(measured)
+        } else {
+            before
+        };
         let flat = self
             .baseline
             .filter(|_| self.clean)
@@ -726,7 +753,7 @@ impl Estimator {
             // Cut as much again. A cut guided by the baseline would go far
             // too low when the baseline is stale because the service slowed
             // down.
-            return self.cut_for_probe(saturated, cause, self.probe_divisor());
+            return self.cut_for_probe(saturated, cause, divisor);
         }
         // Little's law at the probe, which stood below the knee with the
         // service kept full: the concurrency of the knee is the probe's

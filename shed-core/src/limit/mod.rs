@@ -155,7 +155,7 @@ impl AdaptiveLimit {
 
     /// The most rounds (decisions) between unprompted probes that measure
     /// the knee and the baseline again. The first comes 8 rounds after the
-    /// first knee is found, and the spacing doubles up to this. Default 300;
+    /// first knee is found, and the spacing grows fourfold up to this. Default 300;
     /// at least 10.
     pub fn refresh_rounds(mut self, rounds: u32) -> Self {
         self.refresh_rounds = rounds;

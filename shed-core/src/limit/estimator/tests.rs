@@ -636,3 +636,72 @@ fn an_overload_seen_while_an_epoch_settles_counts_for_the_next_round() {
     }
     assert!(estimator.beliefs().probes > 0, "{:?}", estimator.beliefs());
 }
+
+/// 8 slots kept full for an interval, half of whose permits were abandoned
+/// by their callers after holding their slots as long as the others: a
+/// round that backs off.
+fn half_censored(overloaded: bool) -> IntervalSamples {
+    let round = kept_full(overloaded);
+    IntervalSamples {
+        completed: round.released / 2,
+        completed_hold: round.completed_hold / 2,
+        censored: round.released / 2,
+        ..round
+    }
+}
+
+#[test]
+fn a_probe_after_backing_off_out_of_slow_start_halves_the_limit() {
+    // A batch spike's callers abandon half the permits at 8: the limit
+    // backs off to 6. The probe that follows once the load holds the
+    // service full cuts to 3, not to a quarter (1.5, in force as 2), which
+    // would serve less than the interactive traffic beside the batch.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, half_censored(true), |e| {
+        e.beliefs().back_offs > 0
+    });
+    assert_eq!(estimator.limit(), 6);
+    feed_until(&mut estimator, kept_full(true), probing);
+    assert_eq!(estimator.limit(), 3);
+}
+
+#[test]
+fn a_probe_cut_that_lands_just_below_the_knee_does_not_lower_the_knee() {
+    // Slow start sits at 16 on a service of 8 slots; callers abandon half
+    // the permits, and the limit backs off to 12. Its probe halves it to 6,
+    // where throughput reads 0.8 of the 400/s before: held, so it cuts
+    // again, to 3, where 150/s is three eighths: the knee is 8. Pooling
+    // the 320/s read at 6 into the throughput before would read 6.9.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    let censored_at_16 = IntervalSamples {
+        released: 80,
+        handed_off: 80,
+        samples: 80,
+        hold: 80 * 20 * MS,
+        completed: 40,
+        completed_hold: 40 * 20 * MS,
+        censored: 40,
+        ..kept_full(true)
+    };
+    feed_until(&mut estimator, censored_at_16, |e| {
+        e.beliefs().back_offs > 0
+    });
+    assert_eq!(estimator.limit(), 12);
+    feed_until(&mut estimator, kept_full(true), probing);
+    assert_eq!(estimator.limit(), 6);
+    let just_below = IntervalSamples {
+        released: 32,
+        handed_off: 32,
+        samples: 32,
+        hold: 32 * 20 * MS,
+        completed: 32,
+        completed_hold: 32 * 20 * MS,
+        ..kept_full(true)
+    };
+    feed_until(&mut estimator, just_below, |e| e.limit() < 6);
+    assert_eq!(estimator.limit(), 3);
+    feed_until(&mut estimator, slots_kept_full(3, true), |e| !probing(e));
+    let knee = estimator.beliefs().knee.expect("a knee");
+    assert!((7.8..=8.2).contains(&knee), "{knee}");
+}
