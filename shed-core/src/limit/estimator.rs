@@ -684,13 +684,13 @@ impl Estimator {
     /// How much a new probe's cuts divide the limit by: a half, or a
     /// quarter while no clean baseline was ever measured and the limit
     /// likely lies at twice the knee or more: when slow start ends (its
-    /// throughput stopped doubling with the limit) and when a large initial
-    /// limit is probed. A back-off out of slow start leaves a limit within
-    /// twice the knee, where a quarter cut (7 to 2 at a batch spike's
-    /// start) serves less than the interactive traffic beside the batch.
+    /// throughput stopped doubling with the limit) and while the limit
+    /// descends from a large initial one, which skips slow start. A
+    /// back-off out of slow start leaves a limit within twice the knee,
+    /// where a quarter cut (7 to 2 at a batch spike's start) serves less
+    /// than the interactive traffic beside the batch.
     fn probe_divisor(&self) -> f64 {
-        let far_above =
-            self.phase == Phase::SlowStart || self.limit > f64::from(2 * SLOW_START_MAX);
+        let far_above = self.phase == Phase::SlowStart || self.settings.initial > SLOW_START_MAX;
         if !self.clean && far_above {
             4.0
         } else {
