@@ -374,6 +374,13 @@ fn cli(args: &[String], launcher: Launcher) -> u8 {
 }
 
 fn main() -> ExitCode {
+    // `RUST_LOG=shed_core=debug` prints the adaptive limit's probes.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     match Launcher::this_binary() {
         Ok(launcher) => ExitCode::from(cli(&args, launcher)),

@@ -296,7 +296,8 @@ pub(crate) struct Estimator {
     back_offs: u64,
     /// Completed hold time and count over the slow-start rounds.
     slow_start_pool: (u64, u64),
-    /// The throughput of the last slow-start round that doubled the limit.
+    /// The rate of permits finished (not censored) in the last slow-start
+    /// round that doubled the limit.
     slow_start_rate: Option<f64>,
 }
 
@@ -534,11 +535,26 @@ impl Estimator {
             // once bandwidth stops growing.
             // Rates of fewer permits are too noisy to compare: at tiny
             // limits slow start doubles blindly.
+            // What the service finished, not what came back: a wave of
+            // callers hanging up (the first overload's, before the door has
+            // learnt how long they wait) gives back permits faster than any
+            // service finishes them, and read as growth it doubled slow
+            // start past the knee (541/s at 16 on a service of 394/s).
+            let finished = round.released.saturating_sub(round.released_censored);
+            let finished_rate = finished as f64 / seconds;
             let counted = round.released >= RELIABLE_SAMPLES;
             let grew = !counted
                 || self
                     .slow_start_rate
-                    .is_none_or(|last| released_rate >= SLOW_START_GROWTH * last);
+                    .is_none_or(|last| finished_rate >= SLOW_START_GROWTH * last);
+            tracing::debug!(
+                limit = self.limit,
+                rate = finished_rate,
+                released_rate,
+                last = ?self.slow_start_rate,
+                grew,
+                "adaptive limit: a slow-start round ended"
+            );
             if !grew {
                 // Past the knee: the probe that measures it waits until the
                 // load is seen to hold the service full.
@@ -547,7 +563,7 @@ impl Estimator {
                 }
                 return self.start_probe(Throughput::of(round), Cause::Evidence);
             }
-            self.slow_start_rate = counted.then_some(released_rate);
+            self.slow_start_rate = counted.then_some(finished_rate);
         }
         if !self.clean && self.phase != Phase::SlowStart {
             // A large initial limit may lie far above the knee: its probe
@@ -656,6 +672,11 @@ impl Estimator {
     /// censored share, as AIMD cuts on drops, and forget the knee floor
     /// (remembering it for when rounds are clean again).
     fn back_off(&mut self, censored: f64) -> bool {
+        tracing::debug!(
+            limit = self.limit,
+            censored,
+            "adaptive limit: censored permits, backing off"
+        );
         if let Some(knee) = self.knee.take() {
             self.last_knee = Some(knee);
         }
@@ -704,6 +725,13 @@ impl Estimator {
             Phase::Probing { from, .. } => from,
             _ => self.limit,
         };
+        tracing::debug!(
+            from = self.limit,
+            divisor,
+            before = before.rate(),
+            ?cause,
+            "adaptive limit: a probe cuts the limit"
+        );
         self.phase = Phase::Probing {
             before,
             from,
@@ -732,6 +760,15 @@ impl Estimator {
         let at_floor = self.limit() <= self.settings.min;
         let rate = measured.rate();
         let held = rate >= THROUGHPUT_HELD * before.rate();
+        tracing::debug!(
+            limit = self.limit(),
+            before = before.rate(),
+            rate,
+            hold_ms = hold / 1e6,
+            held,
+            ?cause,
+            "adaptive limit: a probe round ended"
+        );
         // Where throughput clearly held, the probe measured the same
         // saturated throughput again: pool it.
         let saturated = if rate >= THROUGHPUT_CLEARLY_HELD * before.rate() {
@@ -814,6 +851,14 @@ impl Estimator {
         } else {
             before
         });
+        tracing::debug!(
+            knee,
+            hold_ms = hold / 1e6,
+            believed = new_knee,
+            baseline_ms = self.baseline.unwrap_or(hold) / 1e6,
+            ?cause,
+            "adaptive limit: a probe measured the knee"
+        );
         let floor = knee_floor(new_knee, self.settings.headroom.0);
         self.limit = match (cause, self.phase, old_knee) {
             // A refresh only refines the knee: the limit goes back to where

@@ -35,6 +35,7 @@ pub(crate) struct Sampler {
     epoch: AtomicU32,
     blocked: AtomicU64,
     released: AtomicU64,
+    released_censored: AtomicU64,
     handed_off: AtomicU64,
     completed: AtomicU64,
     completed_hold: AtomicU64,
@@ -70,6 +71,9 @@ impl Sampler {
     /// summed where the interval closes.
     pub(crate) fn record(&self, epoch: u32, hold: u64, ending: Ending) {
         self.released.fetch_add(1, Ordering::Relaxed);
+        if ending != Ending::Completed {
+            self.released_censored.fetch_add(1, Ordering::Relaxed);
+        }
         if epoch != self.epoch() {
             return;
         }
@@ -93,6 +97,7 @@ impl Sampler {
             overloaded: closed.overloaded,
             blocked: take(&self.blocked),
             released: take(&self.released),
+            released_censored: take(&self.released_censored),
             handed_off: take(&self.handed_off),
             samples: completed + censored,
             hold: completed_hold.saturating_add(censored_hold),

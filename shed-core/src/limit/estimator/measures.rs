@@ -14,6 +14,9 @@ pub(crate) struct IntervalSamples {
     pub(crate) blocked: u64,
     /// Permits given back, whenever they were admitted.
     pub(crate) released: u64,
+    /// Of those, the censored ones (cut at a deadline or abandoned): given
+    /// back, but not finished by the service.
+    pub(crate) released_censored: u64,
     /// Of those, the ones whose slot went straight to a waiting request:
     /// while nearly all do, the service is kept full and its throughput is
     /// its capacity at this limit, not the arrival rate.
@@ -37,6 +40,7 @@ impl IntervalSamples {
         self.overloaded |= other.overloaded;
         self.blocked = self.blocked.saturating_add(other.blocked);
         self.released = self.released.saturating_add(other.released);
+        self.released_censored = (self.released_censored).saturating_add(other.released_censored);
         self.handed_off = self.handed_off.saturating_add(other.handed_off);
         self.samples = self.samples.saturating_add(other.samples);
         self.hold = self.hold.saturating_add(other.hold);

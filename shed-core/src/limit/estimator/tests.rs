@@ -151,6 +151,9 @@ impl Model {
         record.holds_permit = false;
         self.in_flight -= 1;
         self.samples.released += 1;
+        if !completed {
+            self.samples.released_censored += 1;
+        }
         if record.epoch == self.epoch {
             let hold = self.now - record.admitted;
             self.samples.samples += 1;
@@ -512,6 +515,7 @@ fn slots_kept_full(slots: u64, overloaded: bool) -> IntervalSamples {
         overloaded,
         blocked: 10,
         released,
+        released_censored: 0,
         handed_off: released,
         samples: released,
         hold: released * 20 * MS,
@@ -643,6 +647,7 @@ fn an_overload_seen_while_an_epoch_settles_counts_for_the_next_round() {
 fn half_censored(overloaded: bool) -> IntervalSamples {
     let round = kept_full(overloaded);
     IntervalSamples {
+        released_censored: round.released / 2,
         completed: round.released / 2,
         completed_hold: round.completed_hold / 2,
         censored: round.released / 2,
@@ -679,6 +684,7 @@ fn a_probe_cut_that_lands_just_below_the_knee_does_not_lower_the_knee() {
         handed_off: 80,
         samples: 80,
         hold: 80 * 20 * MS,
+        released_censored: 40,
         completed: 40,
         completed_hold: 40 * 20 * MS,
         censored: 40,
@@ -704,4 +710,30 @@ fn a_probe_cut_that_lands_just_below_the_knee_does_not_lower_the_knee() {
     feed_until(&mut estimator, slots_kept_full(3, true), |e| !probing(e));
     let knee = estimator.beliefs().knee.expect("a knee");
     assert!((7.8..=8.2).contains(&knee), "{knee}");
+}
+
+#[test]
+fn slow_start_counts_what_the_service_finished_not_a_wave_of_hang_ups() {
+    // At 8, the service finishes 400 permits a second; at 16 it still does,
+    // while callers who spent their patience at the door hang up on as
+    // many again soon after their requests start. 800 given back a second
+    // is no growth: slow start stays at 16.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    let hang_up_wave = IntervalSamples {
+        released: 80,
+        released_censored: 40,
+        handed_off: 80,
+        samples: 80,
+        hold: 40 * 20 * MS + 40 * 5 * MS,
+        completed: 40,
+        completed_hold: 40 * 20 * MS,
+        censored: 40,
+        ..kept_full(false)
+    };
+    for _ in 0..20 {
+        estimator.on_interval(hang_up_wave);
+        assert!(estimator.limit() <= 16, "{:?}", estimator.beliefs());
+    }
+    assert_eq!(estimator.beliefs().back_offs, 0);
 }
