@@ -676,7 +676,7 @@ fn a_probe_cut_that_lands_just_below_the_knee_does_not_lower_the_knee() {
     // the permits, and the limit backs off to 12. Its probe halves it to 6,
     // where throughput reads 0.8 of the 400/s before: held, so it cuts
     // again, to 3, where 150/s is three eighths: the knee is 8. Pooling
-    // the 320/s read at 6 into the throughput before would read 6.9.
+    // the 320/s read at 6 into the 400/s before (352/s) would read 7.0.
     let mut estimator = Estimator::new(settings(8));
     feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
     let censored_at_16 = IntervalSamples {
