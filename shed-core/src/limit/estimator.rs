@@ -48,15 +48,14 @@
 //! the service slowed down is too low; both are the anchors' known failure
 //! modes (a drifting or poisoned `rtt_noload`). So the baseline and the knee
 //! are only learned by a *probe*: cut the limit (by half; by a quarter when
-//! slow start ends or a large initial limit is first probed) and measure
-//! the permits admitted
-//! after the cut (an epoch, so older work draining does not count). A probe
-//! only for learning (leaving slow start, a refresh) waits until rounds in a
-//! row that handed nearly every released slot straight to a waiter have
-//! lasted half a second, and the controller found the load outpacing the
-//! service in one of them: at 90% load a burst fills rounds too (the door's
-//! queue of 8 slots at 90% load takes about a second to relax), and a cut
-//! then refuses work an unprotected server would serve.
+//! slow start ends or a large initial limit is first probed) and measure the
+//! permits admitted after the cut (an epoch, so older work draining does not
+//! count). A probe only for learning (leaving slow start, a refresh) waits
+//! until rounds in a row that handed nearly every released slot straight to
+//! a waiter have lasted half a second, and the controller found the load
+//! outpacing the service in one of them: at 90% load a burst fills rounds
+//! too (the door's queue of 8 slots at 90% load takes about a second to
+//! relax), and a cut then refuses work an unprotected server would serve.
 //!
 //! - Throughput held, hold times flat: the probe stands at the knee, and
 //!   `K = X * hold` there.
@@ -78,12 +77,12 @@
 //! *refresh*: soon after the first knee is found, then at intervals that
 //! grow fourfold up to `refresh_rounds`, each refining the knee (a round of
 //! the full count: a refresh's answer is averaged in, and each one costs
-//! throughput); a refresh puts the limit
-//! back where it stood, moved as much as the knee moved. A service that got
-//! three times slower but still runs `K` requests at once keeps its limit:
-//! the probe finds throughput falling at `K / 2` and the knee where it was.
-//! The limit never drops below the knee the probes measured, except by a new
-//! probe; so a noisy baseline cannot walk the limit down.
+//! throughput); a refresh puts the limit back where it stood, moved as much
+//! as the knee moved. A service that got three times slower but still runs
+//! `K` requests at once keeps its limit: the probe finds throughput falling
+//! at `K / 2` and the knee where it was. The limit never drops below the
+//! knee the probes measured, except by a new probe; so a noisy baseline
+//! cannot walk the limit down.
 //!
 //! # Censored permits
 //!
@@ -533,15 +532,15 @@ impl Estimator {
             // inflated the first rounds' hold times were (a service whose
             // knee lies below the initial limit), as BBR's startup ends
             // once bandwidth stops growing.
-            // Rates of fewer permits are too noisy to compare: at tiny
-            // limits slow start doubles blindly.
-            // What the service finished, not what came back: a wave of
-            // callers hanging up (the first overload's, before the door has
-            // learnt how long they wait) gives back permits faster than any
-            // service finishes them, and read as growth it doubled slow
-            // start past the knee (541/s at 16 on a service of 394/s).
+            // It compares what the service finished, not what came back: a
+            // wave of callers hanging up (the first overload's, before the
+            // door has learnt how long they wait) gives back permits faster
+            // than any service finishes them, and read as growth it doubled
+            // slow start past the knee (541/s at 16 on a service of 394/s).
             let finished = round.released.saturating_sub(round.released_censored);
             let finished_rate = finished as f64 / seconds;
+            // Rates of fewer permits are too noisy to compare: at tiny
+            // limits slow start doubles blindly.
             let counted = round.released >= RELIABLE_SAMPLES;
             let grew = !counted
                 || self
