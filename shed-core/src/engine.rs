@@ -145,7 +145,7 @@ impl Engine {
             // time being gone) and what callers are seen to wait (else it is
             // refused for overload: the queue is longer than anyone waits).
             let overload = self.in_overload(level, now);
-            let wait = self.predicted_wait(rank, overload, self.serve_order(overload));
+            let wait = self.predicted_wait(rank, overload);
             let window = self.useful_window_when_waiting();
             if deadline.is_some_and(|deadline| deadline - now < wait.saturating_add(window)) {
                 return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort());
@@ -391,8 +391,8 @@ impl Engine {
 
     /// How long a new arrival of `rank` would wait for a slot, in
     /// nanoseconds; zero while the slot time is unknown. Served by
-    /// importance (`order`), it waits for the waiters of its rank and the
-    /// more important ones; by arrival, for every waiter.
+    /// importance ([`Engine::serve_order`]), it waits for the waiters of its
+    /// rank and the more important ones; by arrival, for every waiter.
     ///
     /// Below overload the slots drain at the limit the service is held to
     /// sustain (an adaptive limit's probe cuts it for a round, and the queue
@@ -400,13 +400,13 @@ impl Engine {
     /// the wait is what the limit in force gives now: a request admitted to
     /// wait behind a probe's cut would wait twice as long as the overload's
     /// short queue is meant to let it.
-    fn predicted_wait(&self, rank: Rank, overload: bool, order: ServeOrder) -> u64 {
+    fn predicted_wait(&self, rank: Rank, overload: bool) -> u64 {
         let limit = if overload {
             self.slots.limit()
         } else {
             self.sustained_limit()
         };
-        let ahead = match order {
+        let ahead = match self.serve_order(overload) {
             ServeOrder::Importance => self.queue_ahead(rank),
             ServeOrder::Arrival => self.queue_ahead(Rank::ALL[0]),
         };

@@ -342,9 +342,15 @@ impl Estimator {
     /// during a probe the one it cut from (the cut lasts a round, and the
     /// queue it builds is the probe's doing, not overload).
     pub(crate) fn sustained_limit(&self) -> u32 {
+        to_limit(self.sustained_estimate(), &self.settings)
+    }
+
+    /// The estimate behind [`sustained_limit`](Estimator::sustained_limit):
+    /// during a probe, the one it cut from.
+    fn sustained_estimate(&self) -> f64 {
         match self.phase {
-            Phase::Probing { from, .. } => to_limit(from, &self.settings),
-            _ => self.limit(),
+            Phase::Probing { from, .. } => from,
+            _ => self.limit,
         }
     }
 
@@ -720,12 +726,9 @@ impl Estimator {
 
     /// Cuts the limit to a `divisor`-th of itself, and (re)starts probing.
     fn cut_for_probe(&mut self, before: Throughput, cause: Cause, divisor: f64) -> bool {
-        let from = match self.phase {
-            Phase::Probing { from, .. } => from,
-            _ => self.limit,
-        };
+        let from = self.sustained_estimate();
         tracing::debug!(
-            from = self.limit,
+            limit = self.limit,
             divisor,
             before = before.rate(),
             ?cause,
@@ -800,10 +803,7 @@ impl Estimator {
         // one in force, a whole number: the estimate it was rounded from
         // (3.5 for a cut from 14 by four, in force as 4) would read the
         // knee an eighth low.
-        let from = match self.phase {
-            Phase::Probing { from, .. } => from,
-            _ => self.limit,
-        };
+        let from = self.sustained_estimate();
         let probed = f64::from(self.limit());
         let knee = (probed * before.rate() / rate).min(from);
         self.knee_found(cause, knee, hold, before.rate())

@@ -506,23 +506,31 @@ fn a_knee_of_1_2_keeps_a_limit_of_2_and_one_of_8_3_a_limit_of_9() {
     assert_eq!(to_limit(knee_floor(1.0, low), &settings), 1);
 }
 
-/// An interval of `slots` kept full by a waiting queue: 5 permits of 20 ms
-/// given back per slot, each slot handed straight to a waiter.
-fn slots_kept_full(slots: u64, overloaded: bool) -> IntervalSamples {
-    let released = 5 * slots;
+/// An interval with a waiting queue: `released` permits of the current
+/// epoch given back, each slot handed straight to a waiter; `censored` of
+/// them abandoned after `censored_hold` nanoseconds, the rest completed
+/// after 20 ms.
+fn kept_fed(released: u64, censored: u64, censored_hold: u64, overloaded: bool) -> IntervalSamples {
+    let completed = released - censored;
     IntervalSamples {
         elapsed: INTERVAL,
         overloaded,
         blocked: 10,
         released,
-        released_censored: 0,
+        released_censored: censored,
         handed_off: released,
         samples: released,
-        hold: released * 20 * MS,
-        completed: released,
-        completed_hold: released * 20 * MS,
-        censored: 0,
+        hold: completed * 20 * MS + censored * censored_hold,
+        completed,
+        completed_hold: completed * 20 * MS,
+        censored,
     }
+}
+
+/// An interval of `slots` kept full by a waiting queue: 5 permits of 20 ms
+/// given back per slot, each slot handed straight to a waiter.
+fn slots_kept_full(slots: u64, overloaded: bool) -> IntervalSamples {
+    kept_fed(5 * slots, 0, 0, overloaded)
 }
 
 /// 8 slots kept full (see [`slots_kept_full`]): 400 permits a second.
@@ -645,14 +653,7 @@ fn an_overload_seen_while_an_epoch_settles_counts_for_the_next_round() {
 /// by their callers after holding their slots as long as the others: a
 /// round that backs off.
 fn half_censored(overloaded: bool) -> IntervalSamples {
-    let round = kept_full(overloaded);
-    IntervalSamples {
-        released_censored: round.released / 2,
-        completed: round.released / 2,
-        completed_hold: round.completed_hold / 2,
-        censored: round.released / 2,
-        ..round
-    }
+    kept_fed(40, 20, 20 * MS, overloaded)
 }
 
 #[test]
@@ -679,32 +680,14 @@ fn a_probe_cut_that_lands_just_below_the_knee_does_not_lower_the_knee() {
     // the 320/s read at 6 into the 400/s before (352/s) would read 7.0.
     let mut estimator = Estimator::new(settings(8));
     feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
-    let censored_at_16 = IntervalSamples {
-        released: 80,
-        handed_off: 80,
-        samples: 80,
-        hold: 80 * 20 * MS,
-        released_censored: 40,
-        completed: 40,
-        completed_hold: 40 * 20 * MS,
-        censored: 40,
-        ..kept_full(true)
-    };
+    let censored_at_16 = kept_fed(80, 40, 20 * MS, true);
     feed_until(&mut estimator, censored_at_16, |e| {
         e.beliefs().back_offs > 0
     });
     assert_eq!(estimator.limit(), 12);
     feed_until(&mut estimator, kept_full(true), probing);
     assert_eq!(estimator.limit(), 6);
-    let just_below = IntervalSamples {
-        released: 32,
-        handed_off: 32,
-        samples: 32,
-        hold: 32 * 20 * MS,
-        completed: 32,
-        completed_hold: 32 * 20 * MS,
-        ..kept_full(true)
-    };
+    let just_below = kept_fed(32, 0, 0, true);
     feed_until(&mut estimator, just_below, |e| e.limit() < 6);
     assert_eq!(estimator.limit(), 3);
     feed_until(&mut estimator, slots_kept_full(3, true), |e| !probing(e));
@@ -720,17 +703,7 @@ fn slow_start_counts_what_the_service_finished_not_a_wave_of_hang_ups() {
     // is no growth: slow start stays at 16.
     let mut estimator = Estimator::new(settings(8));
     feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
-    let hang_up_wave = IntervalSamples {
-        released: 80,
-        released_censored: 40,
-        handed_off: 80,
-        samples: 80,
-        hold: 40 * 20 * MS + 40 * 5 * MS,
-        completed: 40,
-        completed_hold: 40 * 20 * MS,
-        censored: 40,
-        ..kept_full(false)
-    };
+    let hang_up_wave = kept_fed(80, 40, 5 * MS, false);
     for _ in 0..20 {
         estimator.on_interval(hang_up_wave);
         assert!(estimator.limit() <= 16, "{:?}", estimator.beliefs());
