@@ -29,13 +29,13 @@
 //! and reopened with `Release`, so each updater sees what the previous one
 //! wrote, and the counters of the interval it closes.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::sync;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::config::Config;
-use crate::offered_load::{self, OfferedLoad};
+use crate::offered_load::{self, OfferedLoad, RankLoads};
 use crate::service_time::ServiceTimes;
 use crate::{Cohort, Level, Rank};
 
@@ -61,6 +61,13 @@ pub(crate) struct Controller {
     recent_sojourn: AtomicU64,
     /// Requests passing the level per second.
     offered: OfferedLoad,
+    /// Whether they outpaced the drain rate when the last interval closed.
+    outpaced: AtomicBool,
+    /// Requests passing the level per second, per rank.
+    rank_loads: RankLoads,
+    /// The least important rank drained with room to spare (see
+    /// [`Controller::protects`]).
+    protected_from: AtomicU32,
     passed: [AtomicU64; Rank::COUNT],
     /// Per rank, the requests that left the queue after waiting.
     waits: [AtomicU64; Rank::COUNT],
@@ -80,6 +87,9 @@ impl Controller {
             min_sojourn: [const { AtomicU64::new(NO_SAMPLE) }; Rank::COUNT],
             recent_sojourn: AtomicU64::new(NO_SAMPLE),
             offered: OfferedLoad::new(),
+            outpaced: AtomicBool::new(false),
+            rank_loads: RankLoads::new(),
+            protected_from: AtomicU32::new(Rank::COUNT as u32),
             passed: Default::default(),
             waits: Default::default(),
             carried: Default::default(),
@@ -127,6 +137,26 @@ impl Controller {
     /// close the interval early. Returns whether the caller should update.
     pub(crate) fn record_completion(&self, service: u64, config: &Config) -> bool {
         self.service.record(service) == u64::from(config.interval_completions)
+    }
+
+    /// Whether the load passing the level outpaced what the service drains
+    /// when the last interval closed: an overload, whether or not a
+    /// standing queue has been judged yet (a slow service's ranks take
+    /// several intervals to gather the waits a verdict needs, while its
+    /// queue grows).
+    pub(crate) fn outpaced(&self) -> bool {
+        self.outpaced.load(Ordering::Relaxed)
+    }
+
+    /// Whether the service drains `rank`, with every more important rank,
+    /// with room to spare (their load under four fifths of the drain rate
+    /// when the last interval closed). Served first in an overload, such a
+    /// rank's queue is a burst of its own: it is not cut to the overload's
+    /// short queue, which on a service of one slot is one waiter, and
+    /// would refuse interactive traffic at 0.4x of capacity a fifth of the
+    /// time it arrives beside a batch spike.
+    pub(crate) fn protects(&self, rank: Rank) -> bool {
+        rank.index() >= self.protected_from.load(Ordering::Relaxed) as usize
     }
 
     /// The worst standing queue of the last interval (the largest of the
@@ -309,10 +339,17 @@ impl Controller {
         // load is a burst being worked off; shedding it refuses work an
         // unprotected server would serve.
         self.offered.close_interval(arrivals, elapsed);
-        let outpaced = self.drain_rate(limit).is_none_or(|drain| {
+        let drain = self.drain_rate(limit);
+        let outpaced = drain.is_none_or(|drain| {
             let completions = self.service.steady_count();
             self.offered.outpaces(drain, completions, config.interval)
         });
+        self.outpaced
+            .store(outpaced && drain.is_some() && !idle, Ordering::Relaxed);
+        self.rank_loads.close_interval(&passed, elapsed);
+        let protected_from = self.rank_loads.protected_from(drain);
+        self.protected_from
+            .store(protected_from as u32, Ordering::Relaxed);
         let overloaded = (standing_queue && outpaced) || hang_up_wave;
         let next = if idle {
             Level::NONE

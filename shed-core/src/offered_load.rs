@@ -32,6 +32,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::Rank;
+
 /// Standard errors by which the offered rate must exceed the drain rate.
 const CONFIDENCE: f64 = 2.0;
 /// How much the slow average moves towards each interval's rate: about two
@@ -96,6 +98,60 @@ impl OfferedLoad {
         [&self.slow, &self.fast]
             .into_iter()
             .any(|average| average.outpaces(drain, completions, interval))
+    }
+}
+
+/// How much each rank's average moves towards its interval's rate: about
+/// half a second of memory at 100 ms intervals, enough to hold 4 arrivals
+/// an interval (0.4x of one 10 ms slot) within a fifth of their mean.
+const RANK_WEIGHT: f64 = 0.2;
+
+/// The share of the drain rate below which the load of some ranks, counted
+/// from the most important down, leaves them room to spare: their queue is
+/// a burst of their own being worked off, not a share of an overload.
+const PROTECTED_SHARE: f64 = 0.8;
+
+/// Requests passing the level per second, per rank: which ranks the
+/// service drains with room to spare, served first as they are.
+#[derive(Debug)]
+pub(crate) struct RankLoads {
+    ranks: [Average; Rank::COUNT],
+}
+
+impl RankLoads {
+    pub(crate) const fn new() -> RankLoads {
+        RankLoads {
+            ranks: [const { Average::new(RANK_WEIGHT) }; Rank::COUNT],
+        }
+    }
+
+    /// Folds an interval of `elapsed` nanoseconds that passed `passed`
+    /// requests of each rank.
+    pub(crate) fn close_interval(&self, passed: &[u64; Rank::COUNT], elapsed: u64) {
+        if elapsed == 0 {
+            return;
+        }
+        for (average, &count) in self.ranks.iter().zip(passed) {
+            average.fold(count as f64 * 1e9 / elapsed as f64);
+        }
+    }
+
+    /// The least important rank whose load, with that of every more
+    /// important rank, stays under [`PROTECTED_SHARE`] of `drain` requests
+    /// per second, as an index into [`Rank::ALL`] ([`Rank::COUNT`] when
+    /// not even the most important does, or the drain is unknown).
+    pub(crate) fn protected_from(&self, drain: Option<f64>) -> usize {
+        let Some(drain) = drain else {
+            return Rank::COUNT;
+        };
+        let mut load = 0.0;
+        for rank in (0..Rank::COUNT).rev() {
+            load += self.ranks[rank].get();
+            if load >= PROTECTED_SHARE * drain {
+                return rank + 1;
+            }
+        }
+        0
     }
 }
 

@@ -283,7 +283,8 @@ fn a_rank_with_few_waits_is_judged_once_it_has_eight() {
     // by a critical request that never waits), and twenty more that may not
     // wait are refused (more is offered than the slot drains): a long wait,
     // but the shortest of one says little. The eighth interval's wait makes
-    // eight.
+    // eight. (Each holds the slot 20 ms: the overload the door sees meanwhile
+    // would refuse a wait longer than twice the slot time.)
     let (shedder, clock) = build(Shedder::builder().limit(1).queue_capacity(64));
     let mut levels = Vec::new();
     for _ in 0..8 {
@@ -295,9 +296,9 @@ fn a_rank_with_few_waits_is_judged_once_it_has_eight() {
         clock.advance(ms(20));
         drop(held);
         let served = ready(&mut waiter).unwrap();
-        clock.advance(ms(1));
+        clock.advance(ms(20));
         drop(served);
-        clock.advance(ms(79));
+        clock.advance(ms(60));
         // The next event closes the interval.
         drop(shedder.try_admit(&Arrival::new(Class::Critical)));
         levels.push(shedder.level());

@@ -93,8 +93,55 @@ fn a_queue_longer_than_callers_wait_refuses_for_overload_with_a_retry_after() {
 #[test]
 fn while_the_controller_sheds_a_request_waits_no_longer_than_the_service_takes() {
     let (shedder, clock) = build(Shedder::builder().limit(1));
-    // One slot, a standing batch queue for a whole interval, 10 ms each:
-    // the controller raises the level.
+    let (held, batch) = one_slot_with_a_standing_batch_queue(&shedder, &clock);
+    // Nothing waits now: the first batch request may wait one slot time
+    // (10 ms, the mean service time); the second would wait two.
+    let _first = queued(shedder.admit(&batch));
+    let refused = rejected(shedder.admit(&batch));
+    assert_eq!(refused.reason(), RejectReason::QueueFull);
+    assert!(refused.retry_after().is_some());
+    drop(held);
+}
+
+#[test]
+fn while_the_controller_sheds_a_waiter_of_the_shed_rank_is_refused_after_two_slot_times() {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let (held, batch) = one_slot_with_a_standing_batch_queue(&shedder, &clock);
+    // Critical requests arrive behind it and are served first: its wait
+    // was predicted at one slot time (10 ms), and it may wait two.
+    let queued_at = clock.now();
+    let mut waiter = queued(shedder.admit(&batch));
+    assert_eq!(waiter.expires_at(), queued_at + ms(20));
+    let _ahead = queued(shedder.admit(&Arrival::new(Class::Critical)));
+    clock.advance(ms(20));
+    let refused = common::ready(&mut waiter).expect_err("refused, not served");
+    assert_eq!(refused.reason(), RejectReason::QueueTimeout);
+    drop(held);
+}
+
+#[test]
+fn while_the_controller_sheds_a_rank_drained_with_room_to_spare_keeps_its_queue() {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    let (held, _batch) = one_slot_with_a_standing_batch_queue(&shedder, &clock);
+    // Critical requests came at one an interval, a tenth of what the slot
+    // drains: served first, they wait for each other only, and a few of
+    // them at once are a burst of their own, not the overload's share.
+    let critical = Arrival::new(Class::Critical);
+    let queued_at = clock.now();
+    let waiters: Vec<_> = (0..3).map(|_| queued(shedder.admit(&critical))).collect();
+    for waiter in &waiters {
+        assert_eq!(waiter.expires_at(), queued_at + Duration::from_secs(1));
+    }
+    drop((waiters, held));
+}
+
+/// One slot, 10 ms each, held by a critical request, with twenty batch
+/// requests in a standing queue for a whole interval: the controller raises
+/// the level. Returns the permit in service and the batch arrival.
+fn one_slot_with_a_standing_batch_queue(
+    shedder: &Shedder,
+    clock: &ManualClock,
+) -> (Permit, Arrival) {
     let mut held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
     let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
     let mut waiting: std::collections::VecDeque<_> =
@@ -106,15 +153,7 @@ fn while_the_controller_sheds_a_request_waits_no_longer_than_the_service_takes()
         held = common::ready(&mut next).unwrap();
     }
     assert!(shedder.level() > shed_core::Level::NONE);
-    drop(waiting);
-    // Nothing waits now: the first critical request may wait one slot time
-    // (10 ms, the mean service time); the second would wait two.
-    let critical = Arrival::new(Class::Critical);
-    let _first = queued(shedder.admit(&critical));
-    let refused = rejected(shedder.admit(&critical));
-    assert_eq!(refused.reason(), RejectReason::QueueFull);
-    assert!(refused.retry_after().is_some());
-    drop(held);
+    (held, batch)
 }
 
 #[test]
@@ -172,9 +211,8 @@ fn under_a_limit_far_above_the_service_a_shedding_door_keeps_eight_waiters() {
     }
     assert!(shedder.level() > shed_core::Level::NONE);
     drop(waiting);
-    let critical = Arrival::new(Class::Critical);
-    let eight: Vec<_> = (0..8).map(|_| queued(shedder.admit(&critical))).collect();
-    let ninth = rejected(shedder.admit(&critical));
+    let eight: Vec<_> = (0..8).map(|_| queued(shedder.admit(&batch))).collect();
+    let ninth = rejected(shedder.admit(&batch));
     assert_eq!(ninth.reason(), RejectReason::QueueFull);
     assert!(ninth.retry_after().is_some());
     drop((eight, held));
@@ -211,12 +249,26 @@ fn a_probe_of_the_adaptive_limit_keeps_the_overload_queue_eight_waiters_long() {
         probing,
         "the probe's cut under a raised level was never seen"
     );
-    // Batch waiters are not ahead of critical requests.
-    let critical = Arrival::new(Class::Critical);
-    let eight: Vec<_> = (0..8)
-        .map(|_| queued(sim.shedder.admit(&critical)))
-        .collect();
-    let ninth = rejected(sim.shedder.admit(&critical));
+    // The batch queue holds eight waiters: let the ones from before the
+    // overload drain (the probe goes on), top it up to eight, and the next
+    // arrival is refused.
+    let still_probing = |sim: &common::Sim| {
+        let phase = sim.shedder.stats().adaptive.map(|adaptive| adaptive.phase);
+        phase == Some("probing") && sim.shedder.limit() == 4
+    };
+    while sim.waiting() >= 8 {
+        sim.advance(Duration::from_micros(100));
+        assert!(
+            still_probing(&sim),
+            "the probe ended while its queue drained"
+        );
+    }
+    let waiting = sim.waiting();
+    for _ in waiting..8 {
+        assert_eq!(sim.arrive(batch), common::Door::Queued);
+    }
+    let common::Door::Rejected(ninth) = sim.arrive(batch) else {
+        panic!("a ninth waiter was let in");
+    };
     assert_eq!(ninth.reason(), RejectReason::QueueFull);
-    drop(eight);
 }
