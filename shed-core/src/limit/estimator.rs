@@ -133,6 +133,9 @@ pub(crate) struct Settings {
 /// of nearly every service; a larger initial limit is probed down first,
 /// since a baseline measured above the knee would be inflated.
 const SLOW_START_MAX: u32 = 8;
+/// How many times a back-off's cut may double while back-offs come in a
+/// row (it is capped at half the limit anyway).
+const MAX_BACK_OFF_DOUBLINGS: u32 = 4;
 /// Fewest released permits a slow-start round decides on: at tiny limits
 /// slow start doubles blindly (see [`RELIABLE_SAMPLES`]).
 const SLOW_START_SAMPLES: u64 = 8;
@@ -293,6 +296,9 @@ pub(crate) struct Estimator {
     agreeing: u32,
     probes: u64,
     back_offs: u64,
+    /// Back-offs in a row, with no round between them that did not back
+    /// off: each cuts twice as deep as the one before.
+    back_offs_in_a_row: u32,
     /// Completed hold time and count over the slow-start rounds.
     slow_start_pool: (u64, u64),
     /// The rate of permits finished (not censored) in the last slow-start
@@ -327,6 +333,7 @@ impl Estimator {
             agreeing: 0,
             probes: 0,
             back_offs: 0,
+            back_offs_in_a_row: 0,
             slow_start_pool: (0, 0),
             slow_start_rate: None,
             settings,
@@ -516,6 +523,7 @@ impl Estimator {
         if censored > self.settings.censored_share && censored_hold >= baseline / 2.0 {
             return self.back_off(censored);
         }
+        self.back_offs_in_a_row = 0;
         if !fed {
             // The limit bound at times, but arrivals did not keep the
             // service full: throughput is the arrival rate, and says nothing
@@ -674,8 +682,9 @@ impl Estimator {
     /// Callers abandon permits (or deadlines cut them): their hold times
     /// are lower bounds and their work may go on downstream, so they are
     /// a congestion signal, never fast successes. Cut the limit by half the
-    /// censored share, as AIMD cuts on drops, and forget the knee floor
-    /// (remembering it for when rounds are clean again).
+    /// censored share, as AIMD cuts on drops (twice as deep for each
+    /// back-off in a row), and forget the knee floor (remembering it for
+    /// when rounds are clean again).
     fn back_off(&mut self, censored: f64) -> bool {
         tracing::debug!(
             limit = self.limit,
@@ -691,7 +700,15 @@ impl Estimator {
         self.headroom = self.settings.headroom.0;
         self.streak = Streak::default();
         self.back_offs += 1;
-        self.limit = (self.limit * (1.0 - censored / 2.0)).max(f64::from(self.settings.min));
+        // Censoring that outlasts a cut says the limit lies further above
+        // the knee than the cut went: from 16 on a service of one slot
+        // (hold times of 160 ms where callers give up at 250), cuts of half
+        // the censored share took 8 s to reach 12. Each back-off in a row
+        // cuts twice as deep, to half the limit at most.
+        let depth = f64::from(1u32 << self.back_offs_in_a_row.min(MAX_BACK_OFF_DOUBLINGS));
+        self.back_offs_in_a_row = self.back_offs_in_a_row.saturating_add(1);
+        let cut = (depth * censored / 2.0).min(0.5);
+        self.limit = (self.limit * (1.0 - cut)).max(f64::from(self.settings.min));
         self.restart_round();
         true
     }

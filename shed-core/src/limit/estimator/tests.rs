@@ -710,3 +710,19 @@ fn slow_start_counts_what_the_service_finished_not_a_wave_of_hang_ups() {
     }
     assert_eq!(estimator.beliefs().back_offs, 0);
 }
+
+#[test]
+fn back_offs_in_a_row_cut_twice_as_deep_each_time() {
+    // Half the permits censored: the first back-off cuts a quarter (8 to
+    // 6); censoring that outlasts it says the limit is further above the
+    // knee, and the next cuts half (6 to 3, where a quarter would leave 5).
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, half_censored(true), |e| {
+        e.beliefs().back_offs == 1
+    });
+    assert_eq!(estimator.limit(), 6);
+    feed_until(&mut estimator, half_censored(true), |e| {
+        e.beliefs().back_offs == 2
+    });
+    assert_eq!(estimator.limit(), 3);
+}
