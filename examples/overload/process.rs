@@ -227,12 +227,18 @@ impl ChildServer {
     }
 }
 
-/// Appends what `pipe` delivers to `into`, up to [`STDERR_CAP`].
+/// Appends what `pipe` delivers to `into`, up to [`STDERR_CAP`]; with
+/// `RUST_LOG` set, also passes it on to the lab's stderr, so the child's
+/// traces show beside the lab's.
 async fn keep_stderr(mut pipe: tokio::process::ChildStderr, into: Arc<Mutex<String>>) {
+    let pass_on = std::env::var_os("RUST_LOG").is_some();
     let mut buf = vec![0u8; 8192];
     while let Ok(n) = pipe.read(&mut buf).await {
         if n == 0 {
             break;
+        }
+        if pass_on {
+            eprint!("{}", String::from_utf8_lossy(&buf[..n]));
         }
         let mut kept = into.lock().unwrap_or_else(|e| e.into_inner());
         if kept.len() < STDERR_CAP {
