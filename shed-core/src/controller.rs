@@ -340,12 +340,15 @@ impl Controller {
         // unprotected server would serve.
         self.offered.close_interval(arrivals, elapsed);
         let drain = self.drain_rate(limit);
-        let outpaced = drain.is_none_or(|drain| {
+        let outpaces = drain.map(|drain| {
             let completions = self.service.steady_count();
             self.offered.outpaces(drain, completions, config.interval)
         });
+        // The door's sign needs a drain rate; the level's verdict, with none
+        // known yet, takes a standing queue at its word.
         self.outpaced
-            .store(outpaced && drain.is_some() && !idle, Ordering::Relaxed);
+            .store(outpaces == Some(true) && !idle, Ordering::Relaxed);
+        let outpaced = outpaces.unwrap_or(true);
         self.rank_loads.close_interval(&passed, elapsed);
         let protected_from = self.rank_loads.protected_from(drain);
         self.protected_from

@@ -140,10 +140,13 @@ impl Engine {
         // its deadline only has to leave room for the work itself.
         let may_wait = may_wait && self.config.queue_capacity > 0;
         let free = self.slots.looks_free(rank);
-        if free || !may_wait {
+        // The overload wait of an arrival exposed to one, once judged (see
+        // `exposed_wait`): it also bounds how long it waits if it queues.
+        let judged_wait = if free || !may_wait {
             if deadline.is_some_and(|deadline| deadline - now < self.config.min_useful_window) {
                 return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort());
             }
+            None
         } else {
             // It would wait: the wait it faces must fit what its deadline
             // leaves (else it is refused without Retry-After, the caller's
@@ -160,7 +163,8 @@ impl Engine {
             if budget.into_iter().flatten().any(|budget| budget < wait) {
                 return self.refuse(RejectReason::QueueFull, rank, cohort());
             }
-        }
+            Some(overload_wait)
+        };
         if free && self.slots.try_take(rank) {
             self.controller.record_no_wait(rank);
             return Admission::Admitted(self.permit(rank, now, deadline));
@@ -173,7 +177,11 @@ impl Engine {
         if !may_wait || self.queue_len(rank) as usize >= self.config.queue_capacity {
             return self.refuse(RejectReason::QueueFull, rank, cohort());
         }
-        self.enqueue(rank, cohort(), now, deadline)
+        // A slot that looked free was taken first: judged now.
+        let overload_wait =
+            judged_wait.unwrap_or_else(|| self.exposed_wait(rank, self.in_overload(level, now)));
+        let longest_wait = overload_wait.map(|wait| wait.saturating_mul(OVERLOAD_WAIT_SLACK));
+        self.enqueue(rank, cohort(), now, deadline, longest_wait)
     }
 
     /// Takes the queue lock; wakers collected while it is held run when it
@@ -185,20 +193,16 @@ impl Engine {
         }
     }
 
-    /// The slow path of the door, under the queue lock.
+    /// The slow path of the door, under the queue lock: a waiter waits at
+    /// most `longest_wait`, besides its class's and its callers' bounds.
     fn enqueue(
         self: &Arc<Self>,
         rank: Rank,
         cohort: Cohort,
         now: u64,
         deadline: Option<u64>,
+        longest_wait: Option<u64>,
     ) -> Admission {
-        // The overload wait is a number of slot times: with none known yet,
-        // it says nothing of how long a waiter has waited too long.
-        let overload = self.in_overload(self.controller.level(), now);
-        let longest_wait = (self.exposed_wait(rank, overload))
-            .filter(|_| self.controller.mean_service().is_some())
-            .map(|wait| wait.saturating_mul(OVERLOAD_WAIT_SLACK));
         let mut locked = self.lock();
         // One reading of the level for the whole critical section: the purge
         // and the check must agree, or a request the level sheds could be
@@ -372,8 +376,9 @@ impl Engine {
         }
     }
 
-    /// The overload wait ([`Engine::overload_wait`]) if `rank` is exposed
-    /// to an overload: one is under way and the service does not drain
+    /// The overload wait ([`Engine::overload_wait`], once a slot time is
+    /// known) if `rank` is exposed to an overload: one is under way and
+    /// the service does not drain
     /// `rank` and the ranks above it with room to spare
     /// ([`Controller::protects`](crate::controller::Controller::protects)).
     /// An exposed arrival is refused if it would wait longer, and a waiter
@@ -383,7 +388,11 @@ impl Engine {
     /// does, to be served just before it hangs up (the p99 of successes at
     /// twice the capacity of one slot was 240 ms for a service time of 10).
     fn exposed_wait(&self, rank: Rank, overload: bool) -> Option<u64> {
-        (overload && !self.controller.protects(rank)).then(|| self.overload_wait())
+        if overload && !self.controller.protects(rank) {
+            self.overload_wait()
+        } else {
+            None
+        }
     }
 
     /// Whether more requests are arriving than the sustained limit drains
@@ -401,7 +410,9 @@ impl Engine {
     /// and one more come before any arrival (odds of 1 in 512 at most, for
     /// Poisson arrivals and exponential service times): so the wait is that
     /// many slot times at the limit in force, and never more than one per
-    /// slot of the sustained limit (at least the target sojourn).
+    /// slot of the sustained limit (at least the target sojourn). `None`
+    /// while no slot time is known: a number of slot times then says
+    /// nothing (and nothing is predicted to wait).
     ///
     /// The second bound keeps a small service's queue within one service
     /// time at the limit it sustains (a limit of 2 keeps 2 waiters, not 8).
@@ -416,12 +427,13 @@ impl Engine {
     /// while the slot time is still the gap between completions: the door
     /// then keeps a few waiters, not a second queue as long as the
     /// service's.
-    fn overload_wait(&self) -> u64 {
+    fn overload_wait(&self) -> Option<u64> {
         let waiters = OVERLOAD_QUEUE.min(self.sustained_limit());
         self.controller
             .slot_time(self.slots.limit())
-            .map_or(0, |slot_time| slot_time.saturating_mul(u64::from(waiters)))
-            .max(self.config.target_sojourn)
+            .map(|slot_time| {
+                (slot_time.saturating_mul(u64::from(waiters))).max(self.config.target_sojourn)
+            })
     }
 
     /// How long a new arrival of `rank` would wait for a slot, in

@@ -102,8 +102,9 @@ impl OfferedLoad {
 }
 
 /// How much each rank's average moves towards its interval's rate: about
-/// half a second of memory at 100 ms intervals, enough to hold 4 arrivals
-/// an interval (0.4x of one 10 ms slot) within a fifth of their mean.
+/// half a second of memory at 100 ms intervals; for Poisson arrivals of 4
+/// an interval (0.4x of one 10 ms slot) its standard deviation is a sixth
+/// of their mean (the variance of one interval's count times w / (2 - w)).
 const RANK_WEIGHT: f64 = 0.2;
 
 /// The share of the drain rate below which the load of some ranks, counted

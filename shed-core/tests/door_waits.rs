@@ -135,6 +135,35 @@ fn while_the_controller_sheds_a_rank_drained_with_room_to_spare_keeps_its_queue(
     drop((waiters, held));
 }
 
+#[test]
+fn before_the_level_has_judged_an_overload_the_door_keeps_its_short_queue() {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    // One slot of 10 ms, learnt over an interval.
+    for _ in 0..5 {
+        let served = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+        clock.advance(ms(10));
+        drop(served);
+    }
+    clock.advance(ms(60));
+    drop(shedder.try_admit(&Arrival::new(Class::Critical)));
+    // Then forty batch requests in an interval, four times what the slot
+    // drains; none of them waits, so no rank has a standing queue to judge
+    // and the level stays where it is.
+    let _busy = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
+    for _ in 0..40 {
+        assert!(shedder.try_admit(&batch).is_err());
+    }
+    clock.advance(ms(100));
+    assert!(shedder.try_admit(&batch).is_err(), "the interval closes");
+    assert_eq!(shedder.level(), shed_core::Level::NONE);
+    // The load outpaced the slot: the first batch request may wait one slot
+    // time, the second would wait two.
+    let _first = queued(shedder.admit(&batch));
+    let refused = rejected(shedder.admit(&batch));
+    assert_eq!(refused.reason(), RejectReason::QueueFull);
+}
+
 /// One slot, 10 ms each, held by a critical request, with twenty batch
 /// requests in a standing queue for a whole interval: the controller raises
 /// the level. Returns the permit in service and the batch arrival.

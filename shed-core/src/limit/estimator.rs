@@ -296,8 +296,9 @@ pub(crate) struct Estimator {
     agreeing: u32,
     probes: u64,
     back_offs: u64,
-    /// Back-offs in a row, with no round between them that did not back
-    /// off: each cuts twice as deep as the one before.
+    /// Back-offs in a row: no round between them got as far as judging its
+    /// permits clean (rounds in which the limit did not bind, and a
+    /// probe's, are passed over). Each cuts twice as deep as the one before.
     back_offs_in_a_row: u32,
     /// Completed hold time and count over the slow-start rounds.
     slow_start_pool: (u64, u64),

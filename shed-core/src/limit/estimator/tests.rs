@@ -553,6 +553,12 @@ fn feed_until(
     panic!("not done after 600 intervals: {:?}", estimator.beliefs());
 }
 
+/// Feeds `interval` until the probe under way ends; the knee it found.
+fn knee_when_the_probe_ends(estimator: &mut Estimator, interval: IntervalSamples) -> f64 {
+    feed_until(estimator, interval, |e| !probing(e));
+    estimator.beliefs().knee.expect("a knee")
+}
+
 fn probing(estimator: &Estimator) -> bool {
     estimator.beliefs().phase == "probing"
 }
@@ -597,8 +603,7 @@ fn a_refresh_probe_also_waits_for_the_controller_to_see_overload() {
     // Slow start doubles to 16; throughput stays at 400/s; the probe
     // quarters the limit to 4 and throughput halves: the knee is 8.
     feed_until(&mut estimator, kept_full(true), probing);
-    feed_until(&mut estimator, slots_kept_full(4, true), |e| !probing(e));
-    let knee = estimator.beliefs().knee.expect("a knee");
+    let knee = knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
     assert!((7.0..=9.0).contains(&knee), "{knee}");
     let probes = estimator.beliefs().probes;
     // Kept full for 30 s without overload (the one seen before the probe
@@ -622,8 +627,7 @@ fn a_probe_reads_the_knee_at_the_limit_in_force_not_the_estimate_it_was_rounded_
     let mut estimator = Estimator::new(settings(18));
     feed_until(&mut estimator, kept_full(true), probing);
     assert_eq!(estimator.limit(), 5);
-    feed_until(&mut estimator, slots_kept_full(5, true), |e| !probing(e));
-    let knee = estimator.beliefs().knee.expect("a knee");
+    let knee = knee_when_the_probe_ends(&mut estimator, slots_kept_full(5, true));
     assert!((7.9..=8.1).contains(&knee), "{knee}");
 }
 
@@ -690,8 +694,7 @@ fn a_probe_cut_that_lands_just_below_the_knee_does_not_lower_the_knee() {
     let just_below = kept_fed(32, 0, 0, true);
     feed_until(&mut estimator, just_below, |e| e.limit() < 6);
     assert_eq!(estimator.limit(), 3);
-    feed_until(&mut estimator, slots_kept_full(3, true), |e| !probing(e));
-    let knee = estimator.beliefs().knee.expect("a knee");
+    let knee = knee_when_the_probe_ends(&mut estimator, slots_kept_full(3, true));
     assert!((7.8..=8.2).contains(&knee), "{knee}");
 }
 
