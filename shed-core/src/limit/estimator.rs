@@ -38,9 +38,16 @@
 //! throughput of fed rounds doubles with it, and leaves when it grows by
 //! less than a quarter (past the knee, as BBR's startup ends once bandwidth
 //! stops growing) or when hold times inflate. At tiny limits, where rounds
-//! are too small to compare, it doubles blindly. Its hold times are no clean
-//! baseline: a short round leaves out the permits still held when it ends,
-//! the longest ones.
+//! are too small to compare, it doubles blindly. Once throughput stopped
+//! growing, the limit stays where it is until the probe, and the rounds
+//! meanwhile are pooled into the throughput the probe is held against
+//! (compared again and again with the round before, one would read a
+//! quarter more by chance). Its hold times are no clean baseline: a short
+//! round leaves out the permits still held when it ends, the longest ones.
+//!
+//! Throughput is what the service *finished*: permits released, less the
+//! censored ones (see below), which come back early, sometimes in waves,
+//! while their work goes on.
 //!
 //! # Probes: the baseline and the knee, measured where they are clean
 //!
@@ -64,7 +71,15 @@
 //!   one before.
 //! - Throughput fell: the probe stands below the knee, its hold time is the
 //!   clean baseline, and `K = L_probe * X_before / X_probe`, no higher than
-//!   the limit the probe cut from.
+//!   the limit `X_before` was measured at (the *ceiling*). The same reading
+//!   holds for a probe that held throughput with flat hold times: it stands
+//!   at or just below the knee.
+//! - By Little's law that reading is `X_before` times the probe's hold time,
+//!   and the ceiling `X_before` times the hold time before it: a reading
+//!   far above the ceiling means the service slowed down during the probe,
+//!   and one just above it means both stood below the knee, which lies at
+//!   the ceiling or higher: that replaces the belief, and the next refresh
+//!   comes soon to look further.
 //!
 //! One probe's knee is off by a tenth or more, so probes that agree are
 //! averaged; one that disagrees replaces the belief when there was evidence
@@ -75,14 +90,22 @@
 //! (a queue inside, or a service that got slower: the probe tells which),
 //! when they fall well below it for two rounds (a faster service), and as a
 //! *refresh*: soon after the first knee is found, then at intervals that
-//! grow fourfold up to `refresh_rounds`, each refining the knee (a round of
-//! the full count: a refresh's answer is averaged in, and each one costs
-//! throughput); a refresh puts the limit back where it stood, moved as much
-//! as the knee moved. A service that got three times slower but still runs
-//! `K` requests at once keeps its limit: the probe finds throughput falling
-//! at `K / 2` and the knee where it was. The limit never drops below the
-//! knee the probes measured, except by a new probe; so a noisy baseline
-//! cannot walk the limit down.
+//! grow fourfold up to `refresh_rounds`, each refining the knee. A refresh
+//! first *raises* the limit by a quarter (or to a quarter over the knee)
+//! for a round, which costs some latency and no throughput, so that the
+//! throughput its probe is held against is measured above the knee even
+//! when the limit in force lies below it: held against what that limit
+//! delivers, a refresh read the knee as the limit itself, and a knee read
+//! low stayed low. Its probe then cuts a third below where the limit
+//! stood (the knee is roughly known: a shallow cut reads it as well and
+//! costs less), its answer is averaged in, and the limit goes back where
+//! it stood, moved as much as the knee moved.
+//!
+//! A service that got three times slower but still runs `K` requests at
+//! once keeps its limit: the probe finds throughput falling at `K / 2` and
+//! the knee where it was. The limit never drops below the knee the probes
+//! measured, except by a new probe; so a noisy baseline cannot walk the
+//! limit down.
 //!
 //! # Censored permits
 //!
@@ -133,6 +156,11 @@ pub(crate) struct Settings {
 /// of nearly every service; a larger initial limit is probed down first,
 /// since a baseline measured above the knee would be inflated.
 const SLOW_START_MAX: u32 = 8;
+/// A measured knee at most this far above a whole number is taken as that
+/// number when rounded up: one probe reads a knee a tenth off, and a
+/// one-core service (a knee of 1, read as 0.9 to 1.1) given a second slot
+/// runs both requests at half speed, doubling its latency for nothing.
+const KNEE_SLACK: f64 = 0.15;
 /// How many times a back-off's cut may double while back-offs come in a
 /// row (it is capped at half the limit anyway).
 const MAX_BACK_OFF_DOUBLINGS: u32 = 4;
@@ -194,9 +222,24 @@ const FED_SHARE: f64 = 0.9;
 /// In slow start, a fed round whose throughput grew by less than this over
 /// the last one (at half the limit) has passed the knee.
 const SLOW_START_GROWTH: f64 = 1.25;
-/// The smoothed delivery rate counts as this many rounds' worth of released
-/// permits when a refresh probe is held against it (its weight is 0.1).
-const SMOOTHED_WEIGHT: u64 = 10;
+/// A refresh's probe cuts the limit by this much (a third): the knee is
+/// known, so the cut need not go far below it to read it (a probe that
+/// holds throughput with flat hold times stands at or below the knee, and
+/// reads it as well as one that halves), and a shallower cut costs less
+/// throughput per permit measured.
+const REFRESH_DIVISOR: f64 = 1.5;
+/// A probe whose permits were held up to this much longer than those of the
+/// rounds it is held against found no slower service, only a knee at or
+/// above the limit those rounds had (see [`Estimator::probe_measured`]);
+/// longer, the service slowed down. One round's mean hold time varies by a
+/// tenth or more.
+const NO_SLOWER: f64 = 1.3;
+/// A refresh raises the limit (or the knee, if higher) by this much for a
+/// round before its probe: a knee read up to a fifth low still lies below
+/// the raised limit, so the throughput measured there is the saturated one,
+/// and one read lower is raised by this much at least. The round costs some
+/// latency (a third more hold time, for a knee read right), not throughput.
+const RAISE: f64 = 1.25;
 /// Rounds in a row with inflated (or fallen) hold times that call for a
 /// probe.
 const SIGNAL_ROUNDS: u32 = 2;
@@ -226,15 +269,12 @@ enum Phase {
     SlowStart,
     /// Tracking the knee.
     Steady,
-    /// The limit was cut from `from`; `before` is the throughput with the
-    /// service saturated, pooled over every round known to be; each cut
-    /// divides the limit by `divisor`.
-    Probing {
-        before: Throughput,
-        from: f64,
-        cause: Cause,
-        divisor: f64,
-    },
+    /// The limit was cut from `from`, for `probe`.
+    Probing { probe: Probe, from: f64 },
+    /// A refresh first raises the limit from `from` for a round, so that
+    /// the throughput its probe is held against is measured above the knee
+    /// even when the limit in force lies below it.
+    Raising { from: f64 },
 }
 
 /// Why a probe runs.
@@ -243,9 +283,23 @@ enum Cause {
     /// Something changed: hold times inflated or fell, or no clean baseline
     /// was measured yet. The probe's answer replaces what was believed.
     Evidence,
-    /// The periodic check, with nothing amiss: a knee much lower than the
-    /// one believed is more likely noise than news, so it is averaged in.
+    /// The periodic check, with nothing amiss (after a raised round, see
+    /// [`Phase::Raising`]): a knee much lower than the one believed is more
+    /// likely noise than news, so it is averaged in.
     Refresh,
+}
+
+/// What a probe holds its rounds against, and how it cuts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Probe {
+    /// The throughput with the service saturated, pooled over every round
+    /// known to be.
+    before: Throughput,
+    /// The limit `before` was measured at: the knee lies no higher.
+    ceiling: f64,
+    cause: Cause,
+    /// What each cut divides the limit by.
+    divisor: f64,
 }
 
 /// What the algorithm currently believes, for stats.
@@ -305,6 +359,9 @@ pub(crate) struct Estimator {
     /// The rate of permits finished (not censored) in the last slow-start
     /// round that doubled the limit.
     slow_start_rate: Option<f64>,
+    /// Once slow start's throughput stopped growing: its fed rounds since,
+    /// pooled (the limit stays where it is until the probe).
+    plateau: Option<Throughput>,
 }
 
 impl Estimator {
@@ -337,6 +394,7 @@ impl Estimator {
             back_offs_in_a_row: 0,
             slow_start_pool: (0, 0),
             slow_start_rate: None,
+            plateau: None,
             settings,
         }
     }
@@ -357,7 +415,7 @@ impl Estimator {
     /// during a probe, the one it cut from.
     fn sustained_estimate(&self) -> f64 {
         match self.phase {
-            Phase::Probing { from, .. } => from,
+            Phase::Probing { from, .. } | Phase::Raising { from } => from,
             _ => self.limit,
         }
     }
@@ -366,7 +424,7 @@ impl Estimator {
     pub(crate) fn set_limit(&mut self, limit: u32) {
         self.limit = f64::from(limit.clamp(self.settings.min, self.settings.max));
         self.knee = None;
-        if matches!(self.phase, Phase::Probing { .. }) {
+        if matches!(self.phase, Phase::Probing { .. } | Phase::Raising { .. }) {
             self.phase = Phase::Steady;
         }
         self.restart_round();
@@ -382,7 +440,7 @@ impl Estimator {
             phase: match self.phase {
                 Phase::SlowStart => "slow start",
                 Phase::Steady => "steady",
-                Phase::Probing { .. } => "probing",
+                Phase::Probing { .. } | Phase::Raising { .. } => "probing",
             },
             probes: self.probes,
             back_offs: self.back_offs,
@@ -441,25 +499,23 @@ impl Estimator {
             Phase::SlowStart => (4 * limit).clamp(SLOW_START_SAMPLES, full),
             Phase::Steady => (8 * limit).clamp(ROUND_SAMPLES_AT_LEAST, full),
             // A probe's round sets the baseline and the knee for a long
-            // while: twice the full count, fewer only at tiny limits.
-            Phase::Probing {
-                cause: Cause::Evidence,
-                ..
-            } => (16 * limit).clamp(full, 2 * full),
-            // A refresh only refines what is known, and its answer is
-            // averaged in: a round of the full count will do, and costs
-            // half the throughput of a longer one.
-            Phase::Probing {
-                cause: Cause::Refresh,
-                ..
-            } => full,
+            // while: twice the full count, fewer only at tiny limits. A
+            // refresh's raised round costs no throughput: twice the count.
+            Phase::Probing { .. } => (16 * limit).clamp(full, 2 * full),
+            Phase::Raising { .. } => 2 * full,
         }
     }
 
     /// One round's decision; returns whether a new epoch begins.
     fn decide(&mut self, round: &IntervalSamples) -> bool {
-        let seconds = round.elapsed as f64 / 1e9;
-        let released_rate = round.released as f64 / seconds;
+        // What the service finished: censored permits come back early, some
+        // in waves (callers who spent their patience at the door hang up
+        // just after their requests start), while their work goes on. Read
+        // as throughput they inflated slow start's growth (541/s at 16 on a
+        // service of 394/s) and the throughput a probe is held against (229
+        // permits a second at the start of a spike, on a service of 198:
+        // a knee of 10 for 8).
+        let finished_rate = Throughput::of(round).rate();
         let hold = mean(round.hold, round.samples);
         let completed_hold = if round.completed > 0 {
             mean(round.completed_hold, round.completed)
@@ -469,13 +525,10 @@ impl Estimator {
         let censored = round.censored as f64 / round.samples as f64;
 
         let fed = round.handed_off as f64 >= FED_SHARE * round.released as f64;
-        if let Phase::Probing {
-            before,
-            from,
-            cause,
-            divisor,
-        } = self.phase
-        {
+        if let Phase::Raising { from } = self.phase {
+            return self.raised(from, round);
+        }
+        if let Phase::Probing { probe, from } = self.phase {
             if !fed {
                 // The load fell away during the probe: its throughput says
                 // nothing about the service. Back to where it was.
@@ -484,7 +537,7 @@ impl Estimator {
             // The round began once the older permits had drained, and the
             // service was kept full: every release counts its throughput.
             let measured = Throughput::of(round);
-            return self.probe_measured(before, cause, divisor, measured, completed_hold);
+            return self.probe_measured(probe, measured, completed_hold);
         }
 
         let baseline = *self.baseline.get_or_insert(completed_hold);
@@ -535,8 +588,8 @@ impl Estimator {
             return false;
         }
         let delivery = match self.delivery {
-            Some(d) => d + DELIVERY_WEIGHT * (released_rate - d),
-            None => released_rate,
+            Some(d) => d + DELIVERY_WEIGHT * (finished_rate - d),
+            None => finished_rate,
         };
         self.delivery = Some(delivery);
         self.rounds_since_probe = self.rounds_since_probe.saturating_add(1);
@@ -552,8 +605,20 @@ impl Estimator {
             // door has learnt how long they wait) gives back permits faster
             // than any service finishes them, and read as growth it doubled
             // slow start past the knee (541/s at 16 on a service of 394/s).
-            let finished = round.released.saturating_sub(round.released_censored);
-            let finished_rate = finished as f64 / seconds;
+            if let Some(plateau) = self.plateau {
+                // Throughput stopped growing at this limit already: a later
+                // round that reads more is noise (rounds of 64 permits vary
+                // by a tenth; compared again and again, one reads a
+                // quarter more sooner or later, and doubled the limit past
+                // the knee at 1x load). Pool them instead: the probe is held
+                // against all of them.
+                let pooled = plateau.pooled(Throughput::of(round));
+                self.plateau = Some(pooled);
+                if !saturated {
+                    return false;
+                }
+                return self.start_probe(pooled, Cause::Evidence);
+            }
             // Rates of fewer permits are too noisy to compare: at tiny
             // limits slow start doubles blindly.
             let counted = round.released >= RELIABLE_SAMPLES;
@@ -564,7 +629,6 @@ impl Estimator {
             tracing::debug!(
                 limit = self.limit,
                 rate = finished_rate,
-                released_rate,
                 last = ?self.slow_start_rate,
                 grew,
                 "adaptive limit: a slow-start round ended"
@@ -572,6 +636,7 @@ impl Estimator {
             if !grew {
                 // Past the knee: the probe that measures it waits until the
                 // load is seen to hold the service full.
+                self.plateau = Some(Throughput::of(round));
                 if !saturated {
                     return false;
                 }
@@ -633,7 +698,7 @@ impl Estimator {
         // more capacity is found within seconds.
         self.headroom = if hold <= baseline * (1.0 + low) {
             (self.headroom + 2.0 * HEADROOM_STEP).min(high)
-        } else if released_rate <= delivery / (1.0 + low) {
+        } else if finished_rate <= delivery / (1.0 + low) {
             (self.headroom + HEADROOM_STEP).min(high)
         } else {
             (self.headroom - HEADROOM_STEP).max(low)
@@ -648,10 +713,7 @@ impl Estimator {
                 .refresh_after
                 .saturating_mul(4)
                 .min(self.settings.refresh_rounds);
-            // Nothing changed that the rounds could see: the smoothed
-            // delivery rate is the throughput to hold the probe against.
-            let smoothed = Throughput::assumed(delivery, SMOOTHED_WEIGHT * round.released);
-            return self.start_probe(smoothed, Cause::Refresh);
+            return self.raise_for_refresh();
         }
         if let Some(knee) = self.last_knee.filter(|knee| self.limit < *knee) {
             // Clean again after backing off: straight back to the knee.
@@ -722,7 +784,49 @@ impl Estimator {
     /// knee is found in one round. If throughput held, work was queueing
     /// inside, and the next cut divides the limit as much again.
     fn start_probe(&mut self, before: Throughput, cause: Cause) -> bool {
-        self.cut_for_probe(before, cause, self.probe_divisor())
+        let probe = Probe {
+            before,
+            ceiling: self.limit,
+            cause,
+            divisor: self.probe_divisor(),
+        };
+        self.cut_for_probe(probe)
+    }
+
+    /// A refresh: first raise the limit for a round, so that the throughput
+    /// the probe is held against is the service's saturated one. Held
+    /// against what the limit in force delivers, as it once was, a refresh
+    /// from a limit below the knee read the knee as that limit, and a knee
+    /// read low stayed low (7 for 8 at 1x load, a sustained overload).
+    fn raise_for_refresh(&mut self) -> bool {
+        let from = self.limit;
+        let raised = from.max(self.knee.unwrap_or(from)) * RAISE;
+        tracing::debug!(from, raised, "adaptive limit: a refresh raises the limit");
+        self.phase = Phase::Raising { from };
+        self.limit = raised.min(f64::from(self.settings.max));
+        self.restart_round();
+        true
+    }
+
+    /// The raised round of a refresh ended: probe from where the limit
+    /// stood, held against the throughput measured at the raised limit.
+    /// Whether or not the raised limit was kept full, its throughput is no
+    /// less than the saturated one at the limit in force (the refresh waits
+    /// for that to be saturated): when the raised limit drained the door's
+    /// queue, its throughput is all the load asks, and the knee the probe
+    /// reads is the concurrency that carries it. If the load fell away
+    /// altogether, the probe's own round is not kept full, and is dropped.
+    fn raised(&mut self, from: f64, round: &IntervalSamples) -> bool {
+        let raised = self.limit;
+        self.phase = Phase::Steady;
+        self.limit = from;
+        let probe = Probe {
+            before: Throughput::of(round),
+            ceiling: raised,
+            cause: Cause::Refresh,
+            divisor: REFRESH_DIVISOR,
+        };
+        self.cut_for_probe(probe)
     }
 
     /// How much a new probe's cuts divide the limit by: a half, or a
@@ -743,25 +847,20 @@ impl Estimator {
     }
 
     /// Cuts the limit to a `divisor`-th of itself, and (re)starts probing.
-    fn cut_for_probe(&mut self, before: Throughput, cause: Cause, divisor: f64) -> bool {
+    fn cut_for_probe(&mut self, probe: Probe) -> bool {
         let from = self.sustained_estimate();
         tracing::debug!(
             limit = self.limit,
-            divisor,
-            before = before.rate(),
-            ?cause,
+            divisor = probe.divisor,
+            before = probe.before.rate(),
+            cause = ?probe.cause,
             "adaptive limit: a probe cuts the limit"
         );
-        self.phase = Phase::Probing {
-            before,
-            from,
-            cause,
-            divisor,
-        };
+        self.phase = Phase::Probing { probe, from };
         self.probes += 1;
         // The next probe to learn needs an overload seen after this one.
         self.overload_seen = false;
-        self.limit = (self.limit / divisor).max(f64::from(self.settings.min));
+        self.limit = (self.limit / probe.divisor).max(f64::from(self.settings.min));
         self.streak = Streak::default();
         self.rounds_since_probe = 0;
         self.restart_round();
@@ -769,14 +868,13 @@ impl Estimator {
     }
 
     /// A probe round ended: throughput held (halve again) or fell (the knee).
-    fn probe_measured(
-        &mut self,
-        before: Throughput,
-        cause: Cause,
-        divisor: f64,
-        measured: Throughput,
-        hold: f64,
-    ) -> bool {
+    fn probe_measured(&mut self, probe: Probe, measured: Throughput, hold: f64) -> bool {
+        let Probe {
+            before,
+            ceiling,
+            cause,
+            ..
+        } = probe;
         let at_floor = self.limit() <= self.settings.min;
         let rate = measured.rate();
         let held = rate >= THROUGHPUT_HELD * before.rate();
@@ -800,31 +898,47 @@ impl Estimator {
             .baseline
             .filter(|_| self.clean)
             .is_some_and(|baseline| hold <= AT_THE_KNEE * baseline);
-        if held && flat && !at_floor {
-            // Throughput held with nothing waiting inside: the probe stands
-            // at the knee. Little's law there gives it directly.
-            return self.knee_found(cause, rate * hold / 1e9, hold, saturated.rate());
-        }
-        if held && !at_floor {
+        if held && !flat && !at_floor {
             // Throughput held, and work queued inside: the knee lies lower.
             // Cut as much again. A cut guided by the baseline would go far
             // too low when the baseline is stale because the service slowed
             // down.
-            return self.cut_for_probe(saturated, cause, divisor);
+            return self.cut_for_probe(Probe {
+                before: saturated,
+                ..probe
+            });
         }
-        // Little's law at the probe, which stood below the knee with the
-        // service kept full: the concurrency of the knee is the probe's
-        // limit scaled by how much more throughput there was before it.
-        // That throughput was measured at the limit the probe cut from, so
-        // the knee lies no higher (a service that stalls during the probe
-        // would otherwise read as a huge knee). The probe's limit is the
-        // one in force, a whole number: the estimate it was rounded from
-        // (3.5 for a cut from 14 by four, in force as 4) would read the
-        // knee an eighth low.
-        let from = self.sustained_estimate();
+        // Little's law at the probe, which stood at or below the knee with
+        // the service kept full (throughput fell, or held with nothing
+        // waiting inside): the concurrency of the knee is the probe's limit
+        // scaled by how much more throughput there was before it. (Read as
+        // the probe's own concurrency, a probe that held just below the
+        // knee, at three quarters of it, read the knee as its own limit.)
+        // The probe's limit is the one in force, a whole number: the
+        // estimate it was rounded from (3.5 for a cut from 14 by four, in
+        // force as 4) would read the knee an eighth low.
         let probed = f64::from(self.limit());
-        let knee = (probed * before.rate() / rate).min(from);
-        self.knee_found(cause, knee, hold, before.rate())
+        let reading = probed * before.rate() / rate;
+        // The throughput before was measured at the probe's ceiling (the
+        // limit it cut from, or a refresh's raised one), so the knee lies
+        // no higher. By Little's law the reading is that throughput times
+        // the probe's hold time, and the ceiling the same throughput times
+        // the hold time at the ceiling: a reading above the ceiling means
+        // the probe's permits were held no shorter. Far longer, the service
+        // slowed down during the probe (and would read as a huge knee);
+        // about as long, both stood below the knee, which lies at the
+        // ceiling or above.
+        if reading < ceiling || reading > NO_SLOWER * ceiling {
+            return self.knee_found(cause, reading.min(ceiling), hold, before.rate());
+        }
+        // The knee lies at the ceiling or above, maybe well above (a
+        // refresh raises the limit by a quarter only): that replaces the
+        // belief, a new average starting from it (averaged in, a knee read
+        // at 6 for 8 was still 7.5 after 20 s of refreshes), and the next
+        // refresh comes soon, to look further.
+        self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
+        self.agreeing = 0;
+        self.knee_found(Cause::Evidence, ceiling, hold, before.rate())
     }
 
     /// A probe measured the knee and the clean baseline: steady from here.
@@ -901,12 +1015,12 @@ impl Estimator {
 }
 
 /// The least limit for a measured knee: the knee and the low headroom, and
-/// never below the knee rounded up. A small knee rounded to the nearest can
-/// fall below it: a knee of 1.2 (one core with a little I/O) kept at a limit
-/// of 1 leaves a sixth of the throughput unused, where a limit of 2 costs a
-/// little latency.
+/// never below the knee rounded up, less [`KNEE_SLACK`]. A small knee
+/// rounded to the nearest can fall below it: a knee of 1.2 (one core with a
+/// little I/O) kept at a limit of 1 leaves a sixth of the throughput unused,
+/// where a limit of 2 costs a little latency.
 fn knee_floor(knee: f64, headroom: f64) -> f64 {
-    (knee * (1.0 + headroom)).max(knee.ceil())
+    (knee * (1.0 + headroom)).max((knee - KNEE_SLACK).ceil())
 }
 
 /// An estimate as a whole limit: rounded to the nearest, within the bounds.

@@ -154,9 +154,10 @@ impl AdaptiveLimit {
     }
 
     /// The most rounds (decisions) between unprompted probes that measure
-    /// the knee and the baseline again. The first comes 8 rounds after the
-    /// first knee is found, and the spacing grows fourfold up to this. Default 300;
-    /// at least 10.
+    /// the knee and the baseline again (each raises the limit by a quarter
+    /// for a round, then cuts it by a third for one). The first comes 8
+    /// rounds after the first knee is found, and the spacing grows fourfold
+    /// up to this. Default 300; at least 10.
     pub fn refresh_rounds(mut self, rounds: u32) -> Self {
         self.refresh_rounds = rounds;
         self
@@ -234,7 +235,8 @@ impl AdaptiveLimit {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct AdaptiveStats {
-    /// `"slow start"`, `"steady"` or `"probing"`.
+    /// `"slow start"`, `"steady"` or `"probing"` (a probe's cut, or the
+    /// round a refresh raises the limit for before its probe).
     pub phase: &'static str,
     /// The hold time of a permit when nothing waits inside the service, as
     /// last measured below the knee.

@@ -50,40 +50,33 @@ impl IntervalSamples {
     }
 }
 
-/// A throughput and how many released permits it was measured over, so
-/// that measurements of the same thing can be pooled.
+/// A throughput (permits the service finished: released, less the
+/// censored ones) and how many permits it was measured over, so that
+/// measurements of the same thing can be pooled.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) struct Throughput {
-    released: u64,
+    finished: u64,
     elapsed: u64,
 }
 
 impl Throughput {
     pub(super) fn of(round: &IntervalSamples) -> Throughput {
         Throughput {
-            released: round.released,
+            finished: round.released.saturating_sub(round.released_censored),
             elapsed: round.elapsed,
-        }
-    }
-
-    /// A rate known only as a number, weighted as `released` permits.
-    pub(super) fn assumed(rate: f64, released: u64) -> Throughput {
-        Throughput {
-            released,
-            elapsed: (released as f64 / rate.max(f64::MIN_POSITIVE) * 1e9) as u64,
         }
     }
 
     pub(super) fn pooled(self, other: Throughput) -> Throughput {
         Throughput {
-            released: self.released.saturating_add(other.released),
+            finished: self.finished.saturating_add(other.finished),
             elapsed: self.elapsed.saturating_add(other.elapsed),
         }
     }
 
     /// Permits per second.
     pub(super) fn rate(self) -> f64 {
-        self.released as f64 / (self.elapsed.max(1) as f64 / 1e9)
+        self.finished as f64 / (self.elapsed.max(1) as f64 / 1e9)
     }
 }
 
