@@ -67,8 +67,8 @@
 //! - Throughput held, hold times flat: the probe stands at the knee, and
 //!   `K = X * hold` there.
 //! - Throughput held, hold times still inflated: work queued inside; cut
-//!   again, twice as deep (to a quarter at most). The throughput measured
-//!   is the saturated one, pooled with the one before.
+//!   again. The throughput measured is the saturated one, pooled with the
+//!   one before.
 //! - Throughput fell: the probe stands below the knee, its hold time is the
 //!   clean baseline, and `K = L_probe * X_before / X_probe`, no higher than
 //!   the limit `X_before` was measured at (the *ceiling*). The same reading
@@ -222,10 +222,6 @@ const FED_SHARE: f64 = 0.9;
 /// In slow start, a fed round whose throughput grew by less than this over
 /// the last one (at half the limit) has passed the knee.
 const SLOW_START_GROWTH: f64 = 1.25;
-/// The deepest a probe's cut goes: each cut after one that held divides by
-/// twice as much as that one did, up to this (deeper, the rounds at a tiny
-/// limit take long to count their permits).
-const DEEPEST_CUT: f64 = 4.0;
 /// A refresh's probe cuts the limit by this much (a third): the knee is
 /// known, so the cut need not go far below it to read it (a probe that
 /// holds throughput with flat hold times stands at or below the knee, and
@@ -786,8 +782,7 @@ impl Estimator {
     /// clean baseline was ever measured, see [`Estimator::probe_divisor`]):
     /// if the service merely got slower, throughput falls at once and the
     /// knee is found in one round. If throughput held, work was queueing
-    /// inside, and the next cut divides the limit twice as much (a quarter
-    /// at most).
+    /// inside, and the next cut divides the limit as much again.
     fn start_probe(&mut self, before: Throughput, cause: Cause) -> bool {
         let probe = Probe {
             before,
@@ -905,15 +900,11 @@ impl Estimator {
             .is_some_and(|baseline| hold <= AT_THE_KNEE * baseline);
         if held && !flat && !at_floor {
             // Throughput held, and work queued inside: the knee lies lower.
-            // Cut again, a half deeper than the last cut, to a quarter at
-            // most: halving took four rounds of a second each from 14 to
-            // a one-core service's 1. (A cut guided by the baseline would go
-            // far too low when the baseline is stale because the service
-            // slowed down.) A cut past the knee costs a round of throughput,
-            // and the knee is read from below as well as at it.
+            // Cut as much again. A cut guided by the baseline would go far
+            // too low when the baseline is stale because the service slowed
+            // down.
             return self.cut_for_probe(Probe {
                 before: saturated,
-                divisor: (probe.divisor * 2.0).min(DEEPEST_CUT),
                 ..probe
             });
         }
