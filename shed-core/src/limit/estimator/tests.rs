@@ -686,13 +686,9 @@ fn a_probe_after_backing_off_out_of_slow_start_halves_the_limit() {
     assert_eq!(estimator.limit(), 3);
 }
 
-#[test]
-fn a_probe_cut_that_lands_just_below_the_knee_does_not_lower_the_knee() {
-    // Slow start sits at 16 on a service of 8 slots; callers abandon half
-    // the permits, and the limit backs off to 12. Its probe halves it to 6,
-    // where throughput reads 0.8 of the 400/s before: held, so it cuts
-    // again, to 3, where 150/s is three eighths: the knee is 8. Pooling
-    // the 320/s read at 6 into the 400/s before (352/s) would read 7.0.
+/// Slow start sits at 16 on a service of 8 slots; callers abandon half the
+/// permits, and the limit backs off to 12.
+fn backed_off_from_16_to_12() -> Estimator {
     let mut estimator = Estimator::new(settings(8));
     feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
     let censored_at_16 = kept_fed(80, 40, 20 * MS, true);
@@ -700,6 +696,17 @@ fn a_probe_cut_that_lands_just_below_the_knee_does_not_lower_the_knee() {
         e.beliefs().back_offs > 0
     });
     assert_eq!(estimator.limit(), 12);
+    estimator
+}
+
+#[test]
+fn a_probe_cut_that_lands_just_below_the_knee_does_not_lower_the_knee() {
+    // Slow start sits at 16 on a service of 8 slots; callers abandon half
+    // the permits, and the limit backs off to 12. Its probe halves it to 6,
+    // where throughput reads 0.8 of the 400/s before: held, so it cuts
+    // again, to 3, where 150/s is three eighths: the knee is 8. Pooling
+    // the 320/s read at 6 into the 400/s before (352/s) would read 7.0.
+    let mut estimator = backed_off_from_16_to_12();
     feed_until(&mut estimator, kept_full(true), probing);
     assert_eq!(estimator.limit(), 6);
     let just_below = kept_fed(32, 0, 0, true);
@@ -811,13 +818,7 @@ fn a_probe_is_held_against_what_the_service_finished_not_a_wave_of_hang_ups() {
     // again as the service finishes: 600 permits a second come back where
     // it finishes 400. Held against 600, the probe's 300 at 6 fell by half
     // and read a knee of 12; against 400 it held, and the next cut reads 8.
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
-    let censored_at_16 = kept_fed(80, 40, 20 * MS, true);
-    feed_until(&mut estimator, censored_at_16, |e| {
-        e.beliefs().back_offs > 0
-    });
-    assert_eq!(estimator.limit(), 12);
+    let mut estimator = backed_off_from_16_to_12();
     let hang_up_wave = kept_fed(60, 20, 5 * MS, true);
     feed_until(&mut estimator, hang_up_wave, probing);
     assert_eq!(estimator.limit(), 6);
