@@ -19,7 +19,8 @@ use crate::sync::{Mutex, MutexGuard};
 use crate::waiter::Waiter;
 use crate::wake_list::WakeList;
 use crate::{
-    random, Admission, Arrival, Class, Cohort, Level, Permit, Rank, RejectReason, Rejection,
+    random, Admission, Arrival, Class, Clock, Cohort, Level, Permit, Rank, RejectReason,
+    Rejection, Stats,
 };
 
 /// Waiters enough to keep every slot busy in a sustained overload; see
@@ -43,13 +44,13 @@ enum ServeOrder {
 /// Everything a shedder shares between its clones, permits and waiters.
 #[derive(Debug)]
 pub(crate) struct Engine {
-    pub(crate) config: Config,
+    config: Config,
     epoch: Instant,
-    pub(crate) slots: Slots,
-    pub(crate) controller: Controller,
+    slots: Slots,
+    controller: Controller,
     /// The adaptive limit's algorithm, run by whoever closes an interval;
     /// `None` for a fixed limit. Lock order: this, then the queue lock.
-    pub(crate) estimator: Option<parking_lot::Mutex<Estimator>>,
+    estimator: Option<parking_lot::Mutex<Estimator>>,
     /// What the adaptive limit learns from (unused for a fixed limit).
     sampler: Sampler,
     /// How long callers are seen to wait before they hang up.
@@ -61,7 +62,7 @@ pub(crate) struct Engine {
     /// during an adaptive limit's probe the one it cut from. Waits are
     /// predicted with it, since a probe's cut lasts only a round.
     sustained_limit: AtomicU32,
-    pub(crate) counters: Counters,
+    counters: Counters,
 }
 
 impl Engine {
@@ -108,13 +109,54 @@ impl Engine {
         }
     }
 
+    /// The clock the engine reads.
+    pub(crate) fn clock(&self) -> &dyn Clock {
+        &*self.config.clock
+    }
+
+    /// The concurrency limit in force.
+    pub(crate) fn limit(&self) -> u32 {
+        self.slots.limit()
+    }
+
+    /// Requests holding a slot now.
+    pub(crate) fn in_flight(&self) -> u32 {
+        self.slots.in_flight()
+    }
+
+    /// The admission level now.
+    pub(crate) fn level(&self) -> Level {
+        self.controller.level()
+    }
+
+    /// Requests waiting in `rank`'s queue now, read without the queue lock.
+    pub(crate) fn queue_len(&self, rank: Rank) -> u32 {
+        self.queue_lens[rank.index()].load(Ordering::Relaxed)
+    }
+
+    /// A snapshot of limits, queues, level and counters; with an adaptive
+    /// limit it takes the estimator's lock.
+    pub(crate) fn stats(&self) -> Stats {
+        let limit = self.slots.limit();
+        Stats {
+            limit,
+            limit_bounds: self.config.limit.bounds(),
+            adaptive: self
+                .estimator
+                .as_ref()
+                .map(|estimator| estimator.lock().beliefs().into()),
+            in_flight: self.slots.in_flight(),
+            queued: Rank::ALL.map(|rank| self.queue_len(rank)),
+            level: self.controller.level(),
+            recent_sojourn: self.controller.recent_sojourn(),
+            drain_rate: self.controller.drain_rate(limit),
+            classes: Class::ALL.map(|class| self.counters.class(class)),
+        }
+    }
+
     /// The limit the service is held to sustain (see the field).
     fn sustained_limit(&self) -> u32 {
         self.sustained_limit.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn queue_len(&self, rank: Rank) -> u32 {
-        self.queue_lens[rank.index()].load(Ordering::Relaxed)
     }
 
     /// The whole door: judge, then take a slot, wait, or refuse.

@@ -21,9 +21,7 @@ use std::time::Instant;
 
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::{
-    Admission, Arrival, Builder, Class, ConfigError, Level, Permit, Rank, Rejection, Stats,
-};
+use crate::{Admission, Arrival, Builder, ConfigError, Level, Permit, Rank, Rejection, Stats};
 
 /// Admission control for one service: a concurrency limit, priority wait
 /// queues, an admission level driven by queue delay, and computed Retry-After.
@@ -94,12 +92,12 @@ impl Shedder {
     /// The engine's clock, read now. Use it to turn a relative deadline into
     /// an instant the engine compares against.
     pub fn now(&self) -> Instant {
-        self.engine.config.clock.now()
+        self.engine.clock().now()
     }
 
     /// The concurrency limit.
     pub fn limit(&self) -> u32 {
-        self.engine.slots.limit()
+        self.engine.limit()
     }
 
     /// Changes the concurrency limit (an operator's hand). Raising it hands
@@ -119,12 +117,12 @@ impl Shedder {
 
     /// Requests holding a slot now.
     pub fn in_flight(&self) -> u32 {
-        self.engine.slots.in_flight()
+        self.engine.in_flight()
     }
 
     /// The current admission level.
     pub fn level(&self) -> Level {
-        self.engine.controller.level()
+        self.engine.level()
     }
 
     /// Requests waiting in `rank`'s queue now.
@@ -136,22 +134,7 @@ impl Shedder {
     /// relaxed atomic loads, and with an adaptive limit one lock that only
     /// the thread closing a controller interval ever holds.
     pub fn stats(&self) -> Stats {
-        let engine = &self.engine;
-        let limit = engine.slots.limit();
-        Stats {
-            limit,
-            limit_bounds: engine.config.limit.bounds(),
-            adaptive: engine
-                .estimator
-                .as_ref()
-                .map(|estimator| estimator.lock().beliefs().into()),
-            in_flight: engine.slots.in_flight(),
-            queued: Rank::ALL.map(|rank| engine.queue_len(rank)),
-            level: engine.controller.level(),
-            recent_sojourn: engine.controller.recent_sojourn(),
-            drain_rate: engine.controller.drain_rate(limit),
-            classes: Class::ALL.map(|class| engine.counters.class(class)),
-        }
+        self.engine.stats()
     }
 }
 
