@@ -11,11 +11,11 @@ use crate::config::{nanos, Config, LimitConfig};
 use crate::controller::Controller;
 use crate::limit::{Ending, Estimator, Sampler};
 use crate::patience::Patience;
-use crate::queue::{CellState, Entry, QueueKey, WaitQueues};
+use crate::queue::{CellState, Entry, QueueGuard, QueueKey, WaitQueues};
 use crate::retry_after::{self, Inputs};
 use crate::slots::{Slots, TakeOrWait};
 use crate::stats::{Counters, Outcome};
-use crate::sync::{Mutex, MutexGuard};
+use crate::sync::Mutex;
 use crate::waiter::Waiter;
 use crate::wake_list::WakeList;
 use crate::{
@@ -253,7 +253,7 @@ impl Engine {
         self.drain_shed(&mut locked, level);
         let verdict = if level.sheds(rank, cohort) {
             Err(RejectReason::Shed)
-        } else if self.slots.take_or_wait(rank) == TakeOrWait::Took {
+        } else if self.slots.take_or_wait(rank, &locked.queues) == TakeOrWait::Took {
             Ok(None)
         } else if locked.queues.len(rank) >= self.config.queue_capacity {
             Err(RejectReason::QueueFull)
@@ -575,7 +575,7 @@ impl Engine {
         let handed_off =
             !self.slots.over_limit() && self.grant_next(&mut locked, level, order, now);
         if !handed_off {
-            self.slots.give_back_locked();
+            self.slots.give_back_locked(&locked.queues);
         }
         locked.unlock();
         if handed_off && self.estimator.is_some() {
@@ -649,9 +649,9 @@ impl Engine {
         let mut locked = self.lock();
         // As in `give_back`: a waiter the level now sheds is refused, not served.
         self.drain_shed(&mut locked, level);
-        while self.slots.take_below_limit() {
+        while self.slots.take_below_limit(&locked.queues) {
             if !self.grant_next(&mut locked, level, order, now) {
-                self.slots.give_back_locked();
+                self.slots.give_back_locked(&locked.queues);
                 break;
             }
         }
@@ -710,14 +710,14 @@ impl Engine {
     }
 
     /// Keeps the lock-free view of a rank's queue in step after a removal.
-    fn after_removal(&self, queues: &WaitQueues, rank: Rank) {
+    fn after_removal(&self, queues: &QueueGuard<'_>, rank: Rank) {
         self.set_queue_len(queues, rank);
         if queues.len(rank) == 0 {
-            self.slots.clear_waiting(rank);
+            self.slots.clear_waiting(rank, queues);
         }
     }
 
-    fn set_queue_len(&self, queues: &WaitQueues, rank: Rank) {
+    fn set_queue_len(&self, queues: &QueueGuard<'_>, rank: Rank) {
         self.queue_lens[rank.index()].store(queues.len(rank) as u32, Ordering::Relaxed);
     }
 
@@ -784,7 +784,7 @@ impl Engine {
 /// Fields drop in declaration order, so on unwinding too the lock is
 /// released before the collected wakers run.
 struct Locked<'a> {
-    queues: MutexGuard<'a, WaitQueues>,
+    queues: QueueGuard<'a>,
     wakers: WakeList,
 }
 

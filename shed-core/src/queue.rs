@@ -25,8 +25,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
-use crate::sync::Mutex;
+use crate::sync::{Mutex, MutexGuard};
 use crate::{Cohort, Level, Rank, RejectReason, Rejection};
+
+/// The queue lock, held. Operations that must run under it take it as a
+/// parameter (as tokio's semaphore does with `add_permits_locked`), so
+/// holding the lock is checked by the compiler, not left to a comment.
+pub(crate) type QueueGuard<'a> = MutexGuard<'a, WaitQueues>;
 
 /// Where a waiting request's verdict is left.
 #[derive(Debug)]

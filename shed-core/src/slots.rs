@@ -9,9 +9,10 @@
 //! - a completion gives its slot back only while no rank has waiters; when one
 //!   has, the completion hands the slot to a waiter under the queue lock.
 //!
-//! Waiter bits are set and cleared only under the queue lock, and setting one
-//! is a compare-and-swap against a full word. So a completion either sees the
-//! bit (and hands off), or its decrement happens first and the would-be waiter
+//! Waiter bits are set and cleared only under the queue lock (the methods
+//! that do so take its guard, [`QueueGuard`]), and setting one is a
+//! compare-and-swap against a full word. So a completion either sees the bit
+//! (and hands off), or its decrement happens first and the would-be waiter
 //! sees the free slot and takes it: no wake-up is lost.
 //!
 //! # Memory ordering
@@ -23,6 +24,7 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::queue::QueueGuard;
 use crate::sync::{AtomicU32, AtomicU64};
 use crate::Rank;
 
@@ -129,8 +131,8 @@ impl Slots {
         false
     }
 
-    /// Under the queue lock: takes a slot if `rank` may, else marks `rank` as waiting.
-    pub(crate) fn take_or_wait(&self, rank: Rank) -> TakeOrWait {
+    /// Takes a slot if `rank` may, else marks `rank` as waiting.
+    pub(crate) fn take_or_wait(&self, rank: Rank, _locked: &QueueGuard<'_>) -> TakeOrWait {
         let limit = self.limit();
         let bit = waiter_bit(rank);
         let mut word = self.word.load(Ordering::Acquire);
@@ -154,21 +156,22 @@ impl Slots {
         }
     }
 
-    /// Under the queue lock: takes a slot for a waiter if the limit allows,
-    /// whoever else waits (used after raising the limit).
-    pub(crate) fn take_below_limit(&self) -> bool {
+    /// Takes a slot for a waiter if the limit allows, whoever else waits
+    /// (used after raising the limit).
+    pub(crate) fn take_below_limit(&self, _locked: &QueueGuard<'_>) -> bool {
         let limit = self.limit();
         self.take_while(|word| in_flight(word) < limit)
     }
 
-    /// Under the queue lock: the rank's queue became empty.
-    pub(crate) fn clear_waiting(&self, rank: Rank) {
+    /// The rank's queue became empty.
+    pub(crate) fn clear_waiting(&self, rank: Rank, locked: &QueueGuard<'_>) {
+        debug_assert_eq!(locked.len(rank), 0, "{rank} still has waiters");
         self.word.fetch_and(!waiter_bit(rank), Ordering::AcqRel);
     }
 
-    /// Under the queue lock: gives a slot back, with no waiter to hand it to,
-    /// or because the limit was lowered below the slots in use.
-    pub(crate) fn give_back_locked(&self) {
+    /// Gives a slot back, with no waiter to hand it to, or because the limit
+    /// was lowered below the slots in use.
+    pub(crate) fn give_back_locked(&self, _locked: &QueueGuard<'_>) {
         let previous = self.word.fetch_sub(1, Ordering::AcqRel);
         debug_assert!(in_flight(previous) > 0, "released a slot nobody held");
     }
@@ -182,6 +185,8 @@ impl Slots {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::WaitQueues;
+    use crate::sync::Mutex;
     use crate::Class;
 
     const BATCH: Rank = Rank::new(Class::Batch, false);
@@ -198,9 +203,10 @@ mod tests {
 
     #[test]
     fn a_waiting_rank_blocks_its_own_rank_and_those_below_but_not_above() {
+        let queues = Mutex::new(WaitQueues::new());
         let slots = Slots::new(1);
         assert!(slots.try_take(BATCH));
-        assert_eq!(slots.take_or_wait(BATCH), TakeOrWait::Wait);
+        assert_eq!(slots.take_or_wait(BATCH, &queues.lock()), TakeOrWait::Wait);
         slots.set_limit(2);
         assert!(!slots.try_take(BATCH));
         assert!(!slots.try_take(Rank::new(Class::Background, false)));
@@ -209,11 +215,12 @@ mod tests {
 
     #[test]
     fn giving_back_with_waiters_needs_the_lock() {
+        let queues = Mutex::new(WaitQueues::new());
         let slots = Slots::new(1);
         assert!(slots.try_take(CRITICAL));
-        assert_eq!(slots.take_or_wait(BATCH), TakeOrWait::Wait);
+        assert_eq!(slots.take_or_wait(BATCH, &queues.lock()), TakeOrWait::Wait);
         assert!(!slots.try_give_back());
-        slots.clear_waiting(BATCH);
+        slots.clear_waiting(BATCH, &queues.lock());
         assert!(slots.try_give_back());
         assert_eq!(slots.in_flight(), 0);
     }
