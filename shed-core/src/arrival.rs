@@ -28,8 +28,10 @@ pub struct Arrival {
 
 /// How an arrival's deadline is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum DeadlineSource {
+pub(crate) enum DeadlineSource {
+    /// No deadline.
     None,
+    /// An instant on the engine's clock.
     At(Instant),
     /// A time from the moment the engine judges the request.
     After(Duration),
@@ -135,7 +137,18 @@ impl Arrival {
         Rank::of(self.class, self.attempt)
     }
 
-    /// The deadline, if one was given as an instant ([`with_deadline`](Arrival::with_deadline)).
+    /// The deadline given as an instant ([`with_deadline`](Arrival::with_deadline)),
+    /// if it was given so; one given as a timeout is [`timeout`](Arrival::timeout).
+    ///
+    /// ```
+    /// use shed_core::{Arrival, Class};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let at = Instant::now() + Duration::from_millis(300);
+    /// let arrival = Arrival::new(Class::Batch).with_deadline(at);
+    /// assert_eq!(arrival.deadline(), Some(at));
+    /// assert_eq!(arrival.timeout(), None);
+    /// ```
     pub const fn deadline(&self) -> Option<Instant> {
         match self.deadline {
             DeadlineSource::At(at) => Some(at),
@@ -143,18 +156,27 @@ impl Arrival {
         }
     }
 
-    /// The deadline in the engine's nanoseconds, given `now` and a conversion
-    /// of instants.
-    pub(crate) fn deadline_nanos(
-        &self,
-        now: u64,
-        since_epoch: impl Fn(Instant) -> u64,
-    ) -> Option<u64> {
+    /// The deadline given as a time from the moment the engine judges the
+    /// request ([`with_timeout`](Arrival::with_timeout)), if it was given so;
+    /// one given as an instant is [`deadline`](Arrival::deadline).
+    ///
+    /// ```
+    /// use shed_core::{Arrival, Class};
+    /// use std::time::Duration;
+    ///
+    /// let arrival = Arrival::new(Class::Batch).with_timeout(Some(Duration::from_millis(300)));
+    /// assert_eq!(arrival.timeout(), Some(Duration::from_millis(300)));
+    /// assert_eq!(arrival.deadline(), None);
+    /// ```
+    pub const fn timeout(&self) -> Option<Duration> {
         match self.deadline {
-            DeadlineSource::None => None,
-            DeadlineSource::At(at) => Some(since_epoch(at)),
-            DeadlineSource::After(after) => Some(now.saturating_add(crate::config::nanos(after))),
+            DeadlineSource::After(after) => Some(after),
+            _ => None,
         }
+    }
+
+    pub(crate) const fn deadline_source(&self) -> DeadlineSource {
+        self.deadline
     }
 
     pub(crate) const fn cohort_source(&self) -> CohortSource {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::arrival::CohortSource;
+use crate::arrival::{CohortSource, DeadlineSource};
 use crate::config::{nanos, Config, LimitConfig};
 use crate::controller::Controller;
 use crate::limit::{Ending, Estimator, Sampler};
@@ -93,7 +93,7 @@ impl Engine {
         self.since_epoch(self.config.clock.now())
     }
 
-    pub(crate) fn since_epoch(&self, instant: Instant) -> u64 {
+    fn since_epoch(&self, instant: Instant) -> u64 {
         nanos(instant.saturating_duration_since(self.epoch))
     }
 
@@ -164,7 +164,7 @@ impl Engine {
         let now = self.now();
         self.tick(now, false);
         let rank = arrival.rank();
-        let deadline = arrival.deadline_nanos(now, |at| self.since_epoch(at));
+        let deadline = self.deadline_of(arrival, now);
         if deadline.is_some_and(|deadline| deadline <= now) {
             return self.refuse(RejectReason::DeadlinePassed, rank, Cohort::MAX);
         }
@@ -308,11 +308,11 @@ impl Engine {
     /// A permit taken without waiting.
     fn permit(self: &Arc<Self>, rank: Rank, now: u64, deadline: Option<u64>) -> Permit {
         self.counters.count(rank.class(), Outcome::Admitted);
-        self.make_permit(rank, now, 0, deadline)
+        Permit::new(Arc::clone(self), rank, now, 0, deadline)
     }
 
     /// The epoch a permit admitted now belongs to (0 under a fixed limit).
-    fn limit_epoch(&self) -> u32 {
+    pub(crate) fn limit_epoch(&self) -> u32 {
         if self.estimator.is_some() {
             self.sampler.epoch()
         } else {
@@ -343,6 +343,18 @@ impl Engine {
         Rejection::new(reason, rank, retry_after)
     }
 
+    /// An arrival's deadline on the engine's clock, `now` being when it is
+    /// judged (the start of a deadline given as a timeout).
+    fn deadline_of(&self, arrival: &Arrival, now: u64) -> Option<u64> {
+        match arrival.deadline_source() {
+            DeadlineSource::None => None,
+            DeadlineSource::At(at) => Some(self.since_epoch(at)),
+            DeadlineSource::After(after) => Some(now.saturating_add(nanos(after))),
+        }
+    }
+
+    /// An arrival's cohort: drawn, hashed from its caller key with the
+    /// current rotation period, or as given.
     fn cohort_of(&self, arrival: &Arrival) -> Cohort {
         match arrival.cohort_source() {
             CohortSource::Spread => Cohort::spread(),
@@ -754,28 +766,6 @@ impl Engine {
         let age = self.now().saturating_sub(entry.enqueued_at);
         self.patience.record(rank.class(), age);
         true
-    }
-
-    /// A waiter that was granted a slot but never took it gives the slot back.
-    pub(crate) fn return_unused(&self) {
-        self.give_back(self.now());
-    }
-
-    pub(crate) fn make_permit(
-        self: &Arc<Self>,
-        rank: Rank,
-        at: u64,
-        sojourn: u64,
-        deadline: Option<u64>,
-    ) -> Permit {
-        Permit::new(
-            Arc::clone(self),
-            rank,
-            at,
-            sojourn,
-            deadline,
-            self.limit_epoch(),
-        )
     }
 }
 

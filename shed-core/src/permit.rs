@@ -40,21 +40,21 @@ pub struct Permit {
 }
 
 impl Permit {
+    /// A slot taken at `started_at` after waiting `queued` nanoseconds.
     pub(crate) fn new(
         engine: Arc<Engine>,
         rank: Rank,
         started_at: u64,
-        sojourn: u64,
+        queued: u64,
         deadline: Option<u64>,
-        epoch: u32,
     ) -> Permit {
         Permit {
+            epoch: engine.limit_epoch(),
             engine,
             rank,
             started_at,
-            queued: sojourn,
+            queued,
             deadline,
-            epoch,
             ending: Ending::Completed,
         }
     }

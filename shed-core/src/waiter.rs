@@ -99,11 +99,13 @@ impl Waiter {
         let verdict = mem::replace(&mut *self.cell.state.lock(), CellState::Finished);
         self.finished = true;
         match verdict {
-            CellState::Granted { at, sojourn } => {
-                Ok(self
-                    .engine
-                    .make_permit(self.rank, at, sojourn, self.deadline))
-            }
+            CellState::Granted { at, sojourn } => Ok(Permit::new(
+                Arc::clone(&self.engine),
+                self.rank,
+                at,
+                sojourn,
+                self.deadline,
+            )),
             CellState::Rejected(rejection) => Err(rejection),
             CellState::Waiting(_) | CellState::Finished => {
                 unreachable!("a waiter takes its verdict once, after one was left")
@@ -152,7 +154,8 @@ impl Drop for Waiter {
         }
         let verdict = mem::replace(&mut *self.cell.state.lock(), CellState::Finished);
         if let CellState::Granted { .. } = verdict {
-            self.engine.return_unused();
+            // Granted but never taken: the slot goes on to the next waiter.
+            self.engine.give_back(self.engine.now());
         }
     }
 }
