@@ -14,6 +14,8 @@
 //! assert!(a.get() <= Cohort::MAX.get());
 //! ```
 
+use crate::random;
+
 /// One of the 128 slices of a rank, `0..=127`. Lower cohorts are shed first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Cohort(u8);
@@ -50,22 +52,16 @@ impl Cohort {
     /// The same key and period always give the same cohort; a new period
     /// reshuffles callers so that nobody is refused first forever.
     pub const fn from_key(key: u64, period: u64) -> Cohort {
-        let mixed = splitmix64(key ^ period.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        // A hash, not a draw: the generator's mixing function, so a key's
+        // cohort is the same in every process of a fleet.
+        let mixed = random::mix(key ^ period.wrapping_mul(random::GAMMA));
         Cohort((mixed % Cohort::COUNT as u64) as u8)
     }
 
     /// A cohort drawn evenly, from a per-thread generator (no lock, no shared state).
     pub fn spread() -> Cohort {
-        Cohort((crate::random::next_u64() % Cohort::COUNT as u64) as u8)
+        Cohort((random::next_u64() % Cohort::COUNT as u64) as u8)
     }
-}
-
-/// The finalizer of SplitMix64: a cheap, well-mixing bijection on `u64`.
-const fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
