@@ -36,8 +36,11 @@ pub enum Class {
 }
 
 impl Class {
+    /// The number of classes.
+    pub const COUNT: usize = 4;
+
     /// Every class, least important first.
-    pub const ALL: [Class; 4] = [
+    pub const ALL: [Class; Class::COUNT] = [
         Class::Background,
         Class::Batch,
         Class::Interactive,
@@ -120,7 +123,7 @@ impl Rank {
 
     /// The rank of a class, as a retry or as an original.
     pub const fn new(class: Class, retry: bool) -> Rank {
-        let base = if retry { 0 } else { 4 };
+        let base = if retry { 0 } else { Class::COUNT as u8 };
         Rank(base + class as u8)
     }
 
@@ -136,12 +139,12 @@ impl Rank {
 
     /// The class this rank belongs to.
     pub const fn class(self) -> Class {
-        Class::ALL[(self.0 % 4) as usize]
+        Class::ALL[self.0 as usize % Class::COUNT]
     }
 
     /// Whether this is the rank of a retry.
     pub const fn is_retry(self) -> bool {
-        self.0 < 4
+        (self.0 as usize) < Class::COUNT
     }
 }
 

@@ -54,7 +54,7 @@ const MAX_WAIT: Duration = Duration::from_secs(3_600);
 pub struct Builder {
     limit: LimitChoice,
     queue_capacity: usize,
-    max_wait: [Duration; 4],
+    max_wait: [Duration; Class::COUNT],
     target_sojourn: Duration,
     interval: Duration,
     interval_completions: u32,
@@ -374,7 +374,7 @@ impl LimitConfig {
 pub(crate) struct Config {
     pub(crate) limit: LimitConfig,
     pub(crate) queue_capacity: usize,
-    pub(crate) max_wait: [u64; 4],
+    pub(crate) max_wait: [u64; Class::COUNT],
     pub(crate) target_sojourn: u64,
     pub(crate) interval: u64,
     pub(crate) interval_completions: u32,

@@ -80,7 +80,11 @@ impl fmt::Display for Level {
         if cohorts == 0 {
             write!(f, "shedding below {rank}")
         } else {
-            write!(f, "shedding below {rank}, and {cohorts} of its 128 cohorts")
+            let all = Cohort::COUNT;
+            write!(
+                f,
+                "shedding below {rank}, and {cohorts} of its {all} cohorts"
+            )
         }
     }
 }

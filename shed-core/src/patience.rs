@@ -38,19 +38,19 @@ const QUANTILE: f64 = 0.1;
 /// Hang-up ages, recorded by anyone, summarised where an interval closes.
 #[derive(Debug)]
 pub(crate) struct Patience {
-    interval: [Histogram; 4],
+    interval: [Histogram; Class::COUNT],
     /// Decayed counts per class; only the thread closing an interval locks it.
-    recent: Mutex<[Counts; 4]>,
+    recent: Mutex<[Counts; Class::COUNT]>,
     /// The estimate per class, in nanoseconds; 0 while unknown.
-    estimate: [AtomicU64; 4],
+    estimate: [AtomicU64; Class::COUNT],
 }
 
 impl Patience {
     pub(crate) fn new() -> Patience {
         Patience {
-            interval: [const { Histogram::new() }; 4],
-            recent: Mutex::new([Counts::default(); 4]),
-            estimate: [const { AtomicU64::new(0) }; 4],
+            interval: [const { Histogram::new() }; Class::COUNT],
+            recent: Mutex::new([Counts::default(); Class::COUNT]),
+            estimate: [const { AtomicU64::new(0) }; Class::COUNT],
         }
     }
 

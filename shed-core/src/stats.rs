@@ -60,7 +60,7 @@ impl Outcome {
 /// not taken at one instant.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    by_class: [[AtomicU64; OUTCOMES]; 4],
+    by_class: [[AtomicU64; OUTCOMES]; Class::COUNT],
 }
 
 impl Counters {
@@ -149,7 +149,7 @@ pub struct Stats {
     /// Measured completions per second at full concurrency, once known.
     pub drain_rate: Option<f64>,
     /// Counters per class, least important first ([`Class::ALL`]).
-    pub classes: [ClassStats; 4],
+    pub classes: [ClassStats; Class::COUNT],
 }
 
 impl Stats {
