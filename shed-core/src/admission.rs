@@ -1,13 +1,9 @@
 //! The verdict at the door, and a future that sees it through.
 //!
 //! ```
+//! use futures_executor::block_on;
 //! use shed_core::{Arrival, Class, Shedder};
 //!
-//! # fn block_on<F: std::future::Future>(f: F) -> F::Output {
-//! #     let mut f = std::pin::pin!(f);
-//! #     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-//! #     loop { if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
-//! # }
 //! let shedder = Shedder::builder().limit(8).build()?;
 //! // `Admission` is `IntoFuture`: await it to get a permit or a rejection.
 //! let permit = block_on(async { shedder.admit(&Arrival::new(Class::Interactive)).await });

@@ -19,8 +19,8 @@ use crate::sync::Mutex;
 use crate::waiter::Waiter;
 use crate::wake_list::WakeList;
 use crate::{
-    random, Admission, Arrival, Class, Clock, Cohort, Level, Permit, Rank, RejectReason,
-    Rejection, Stats,
+    random, Admission, Arrival, Class, Clock, Cohort, Level, Permit, Rank, RejectReason, Rejection,
+    Stats,
 };
 
 /// Waiters enough to keep every slot busy in a sustained overload; see
@@ -97,10 +97,10 @@ impl Engine {
         nanos(instant.saturating_duration_since(self.epoch))
     }
 
-    /// The instant `since_epoch` nanoseconds after the engine was built, or
-    /// the latest instant the platform can represent on the way there.
-    pub(crate) fn instant(&self, since_epoch: u64) -> Instant {
-        let mut after = Duration::from_nanos(since_epoch);
+    /// The instant `at` nanoseconds after the engine was built, or the
+    /// latest instant the platform can represent on the way there.
+    pub(crate) fn instant(&self, at: u64) -> Instant {
+        let mut after = Duration::from_nanos(at);
         loop {
             if let Some(instant) = self.epoch.checked_add(after) {
                 return instant;
@@ -403,17 +403,8 @@ impl Engine {
     /// be served, slots go to the one that has waited longest, and it may
     /// wait as long as callers do.
     ///
-    /// The level alone is too slow a sign on a slow service: its ranks
-    /// gather the waits a verdict needs over several intervals, healthy
-    /// ones give positions back meanwhile, and at twice the capacity of one
-    /// slot of 10 ms the level fell to nothing every second or so, letting a
-    /// queue as long as callers' patience form each time.
-    ///
-    /// Serving by importance below overload starves the less important
-    /// ranks whenever the others keep a queue, which at 90% load on 8 slots
-    /// they do for a second at a time: background requests waited past
-    /// their callers' patience although the service had room for every one,
-    /// and the wave of hang-ups raised the level.
+    /// The level alone lags on a slow service: commit 265f2b7 (cpu-bound lab at 2x).
+    /// Importance below overload starves the ranks below: commit af17781 (steady lab at 0.9x).
     fn in_overload(&self, level: Level, now: u64) -> bool {
         level != Level::NONE || self.controller.outpaced() || self.surging(now)
     }
@@ -431,16 +422,15 @@ impl Engine {
     }
 
     /// The overload wait ([`Engine::overload_wait`], once a slot time is
-    /// known) if `rank` is exposed to an overload: one is under way and
-    /// the service does not drain
-    /// `rank` and the ranks above it with room to spare
-    /// ([`Controller::protects`](crate::controller::Controller::protects)).
+    /// known) if `rank` is exposed to an overload: one is under way and the
+    /// service does not drain `rank` and the ranks above it with room to
+    /// spare ([`Controller::protects`](crate::controller::Controller::protects)).
     /// An exposed arrival is refused if it would wait longer, and a waiter
     /// that has waited [`OVERLOAD_WAIT_SLACK`] times as long is refused
     /// then: the ranks above it pass it in the queue, and a batch request
     /// behind a stream of interactive ones would wait as long as its caller
-    /// does, to be served just before it hangs up (the p99 of successes at
-    /// twice the capacity of one slot was 240 ms for a service time of 10).
+    /// does, to be served just before it hangs up.
+    /// Measured: commit 265f2b7 (cpu-bound lab, batch waiters served at their callers' patience).
     fn exposed_wait(&self, rank: Rank, overload: bool) -> Option<u64> {
         if overload && !self.controller.protects(rank) {
             self.overload_wait()
@@ -470,17 +460,13 @@ impl Engine {
     ///
     /// The second bound keeps a small service's queue within one service
     /// time at the limit it sustains (a limit of 2 keeps 2 waiters, not 8).
-    /// It counts the sustained limit's slots because an adaptive limit's
-    /// probe halves the limit in force for a round: counted in its slots,
-    /// the queue would be halved too, and the important requests the
-    /// halved drain still serves
-    /// (interactive traffic at 0.4x of capacity beside a batch spike, 80%
-    /// of what the probe's limit drains) would be refused whenever a few
-    /// of them queued at once. Under a limit set far above what the service
-    /// runs at once, the service time counts the queue inside the service
-    /// while the slot time is still the gap between completions: the door
-    /// then keeps a few waiters, not a second queue as long as the
-    /// service's.
+    /// It counts the sustained limit's slots, so that an adaptive limit's
+    /// probe, which cuts the limit in force for a round, does not cut the
+    /// queue with it: the test
+    /// `door_waits::a_probe_of_the_adaptive_limit_keeps_the_overload_queue_eight_waiters_long`.
+    /// Slot times, not service times: under a limit far above what the
+    /// service runs at once, the service time counts the queue inside it.
+    /// Measured: commit fdf2989 (unknown-capacity lab, a limit of 64 on 8 workers).
     fn overload_wait(&self) -> Option<u64> {
         let waiters = OVERLOAD_QUEUE.min(self.sustained_limit());
         self.controller

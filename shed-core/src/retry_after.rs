@@ -51,9 +51,10 @@ pub(crate) fn compute(inputs: Inputs) -> RetryAfter {
     .max(interval);
     let step = u128::from(inputs.recovery_step.max(1));
     let recovery = u128::from(inputs.distance_below_level).div_ceil(step) * interval;
-    let weight = (Rank::COUNT + 3 - inputs.rank.index()) as u128; // in quarters
-                                                                  // Capped before the jitter, so the product below stays far inside 128
-                                                                  // bits whatever the inputs (the cap is at most a day).
+    // In quarters: 11 - rank, critical 4/4 ... background retry 11/4.
+    let weight = (Rank::COUNT + 3 - inputs.rank.index()) as u128;
+    // Capped before the jitter, so the product below stays far inside 128
+    // bits whatever the inputs (the cap is at most a day).
     let weighted = ((drain + recovery) * weight / 4).min(u128::from(inputs.cap));
     let one = u128::from(JITTER_ONE);
     let stretch = one * one + u128::from(inputs.jitter.min(JITTER_ONE)) * u128::from(inputs.sample);

@@ -1,6 +1,7 @@
 //! Waiting for a slot: a cancel-safe future that needs no particular runtime.
 //!
 //! ```
+//! use futures_executor::block_on;
 //! use shed_core::{Admission, Arrival, Class, Shedder};
 //!
 //! let shedder = Shedder::builder().limit(1).build()?;
@@ -9,14 +10,9 @@
 //!     unreachable!("the only slot is taken");
 //! };
 //! drop(first); // the slot goes to the waiter
-//! let permit = futures_lite_block_on(waiter).unwrap();
+//! let permit = block_on(waiter).unwrap();
 //! assert_eq!(shedder.in_flight(), 1);
 //! # drop(permit);
-//! # fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
-//! #     let mut f = std::pin::pin!(f);
-//! #     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-//! #     loop { if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
-//! # }
 //! # Ok::<(), shed_core::ConfigError>(())
 //! ```
 

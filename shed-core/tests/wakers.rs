@@ -133,7 +133,7 @@ fn a_waker_that_releases_a_permit_of_the_same_shedder_does_not_deadlock() {
         let mut waiter = queued(shedder.admit(&Arrival::new(Class::Batch)));
         let mut behind = queued(shedder.admit(&Arrival::new(Class::Batch)));
         park(&mut waiter, &CallsBack::waker(move || drop(second)));
-        park(&mut behind, &common::noop_waker());
+        park(&mut behind, Waker::noop());
 
         // `first` goes to the waiter, whose waker drops `second`: that slot
         // is handed on to the request behind it, through the queue lock.
@@ -159,8 +159,9 @@ fn a_waker_that_admits_into_the_same_shedder_does_not_deadlock() {
                 // A critical request would wait: it goes through the queue lock.
                 let answer = inner.admit(&Arrival::new(Class::Critical)).into_future();
                 let mut answer = std::pin::pin!(answer);
-                let waker = common::noop_waker();
-                let polled = answer.as_mut().poll(&mut Context::from_waker(&waker));
+                let polled = answer
+                    .as_mut()
+                    .poll(&mut Context::from_waker(Waker::noop()));
                 *seen.lock().unwrap() = Some(polled.is_pending());
             }),
         );
@@ -189,7 +190,7 @@ fn a_waker_that_drops_its_own_waiter_gives_the_slot_back() {
             &mut waiter,
             &CallsBack::waker(move || drop(dropper.lock().unwrap().take())),
         );
-        park(&mut behind, &common::noop_waker());
+        park(&mut behind, Waker::noop());
         *slot.lock().unwrap() = Some(waiter);
 
         // The waiter is granted the slot, then dropped by its own waker: the
@@ -215,8 +216,7 @@ fn polling_a_woken_waiter_from_inside_its_waker_takes_the_slot() {
             &mut waiter,
             &CallsBack::waker(move || {
                 let mut waiter = poller.lock().unwrap().take().unwrap();
-                let waker = common::noop_waker();
-                let polled = Pin::new(&mut waiter).poll(&mut Context::from_waker(&waker));
+                let polled = Pin::new(&mut waiter).poll(&mut Context::from_waker(Waker::noop()));
                 *seen.lock().unwrap() = Some(matches!(polled, Poll::Ready(Ok(_))));
             }),
         );

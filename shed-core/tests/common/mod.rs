@@ -30,15 +30,6 @@ pub const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// A waker that does nothing (`Waker::noop` is newer than the crate's MSRV).
-pub fn noop_waker() -> Waker {
-    struct Noop;
-    impl Wake for Noop {
-        fn wake(self: Arc<Self>) {}
-    }
-    Waker::from(Arc::new(Noop))
-}
-
 /// A waker that counts its wake-ups.
 #[derive(Default)]
 pub struct CountingWaker {
@@ -67,8 +58,7 @@ impl Wake for CountingWaker {
 
 /// Polls a future once with a waker that does nothing.
 pub fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
-    let waker = noop_waker();
-    Pin::new(future).poll(&mut Context::from_waker(&waker))
+    Pin::new(future).poll(&mut Context::from_waker(Waker::noop()))
 }
 
 /// Polls a future that must be able to finish now.
