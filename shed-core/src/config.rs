@@ -40,18 +40,18 @@ pub const MAX_QUEUE_CAPACITY: usize = 1 << 20;
 /// deadline, and what the service is measured to deliver), so a deep queue
 /// only holds requests that can still be served in time.
 pub const DEFAULT_QUEUE_CAPACITY: usize = 1_024;
-/// The longest accepted [`max_wait`](Builder::max_wait) and
-/// [`min_useful_window`](Builder::min_useful_window).
+/// The longest accepted [`max_wait`](ShedderBuilder::max_wait) and
+/// [`min_useful_window`](ShedderBuilder::min_useful_window).
 const MAX_WAIT: Duration = Duration::from_secs(3_600);
 
-/// Settings for a [`Shedder`], validated by [`Builder::build`].
+/// Settings for a [`Shedder`], validated by [`ShedderBuilder::build`].
 ///
 /// Every setting has a default that suits a typical HTTP service, the
 /// concurrency limit included: by default it adapts to what the service
-/// really does ([`adaptive_limit`](Builder::adaptive_limit)).
+/// really does ([`adaptive_limit`](ShedderBuilder::adaptive_limit)).
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct Builder {
+pub struct ShedderBuilder {
     limit: LimitChoice,
     queue_capacity: usize,
     max_wait: [Duration; Class::COUNT],
@@ -73,9 +73,9 @@ enum LimitChoice {
     Adaptive(AdaptiveLimit),
 }
 
-impl Default for Builder {
+impl Default for ShedderBuilder {
     fn default() -> Self {
-        Builder {
+        ShedderBuilder {
             limit: LimitChoice::Adaptive(AdaptiveLimit::default()),
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
             max_wait: [
@@ -97,10 +97,10 @@ impl Default for Builder {
     }
 }
 
-impl Builder {
+impl ShedderBuilder {
     /// Pins the concurrency limit: exactly `limit` requests are served at
     /// once, whatever the service does. 1 to 2^24. Without it the limit
-    /// adapts (see [`adaptive_limit`](Builder::adaptive_limit)); pin it only
+    /// adapts (see [`adaptive_limit`](ShedderBuilder::adaptive_limit)); pin it only
     /// when the capacity really is a constant you know.
     pub fn limit(mut self, limit: usize) -> Self {
         self.limit = LimitChoice::Fixed(limit);
@@ -387,7 +387,7 @@ pub(crate) struct Config {
     pub(crate) clock: Arc<dyn Clock>,
 }
 
-/// A setting [`Builder::build`] refused, with what to do about it.
+/// A setting [`ShedderBuilder::build`] refused, with what to do about it.
 ///
 /// ```
 /// let error = shed_core::Shedder::builder().shed_share(2.0).build().unwrap_err();

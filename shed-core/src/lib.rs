@@ -64,7 +64,7 @@ pub use arrival::Arrival;
 pub use class::{Class, Rank};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use cohort::Cohort;
-pub use config::{Builder, ConfigError};
+pub use config::{ConfigError, ShedderBuilder};
 pub use level::Level;
 pub use limit::{AdaptiveLimit, AdaptiveStats};
 pub use permit::Permit;

@@ -21,7 +21,9 @@ use std::time::Instant;
 
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::{Admission, Arrival, Builder, ConfigError, Level, Permit, Rank, Rejection, Stats};
+use crate::{
+    Admission, Arrival, ConfigError, Level, Permit, Rank, Rejection, ShedderBuilder, Stats,
+};
 
 /// Admission control for one service: a concurrency limit, priority wait
 /// queues, an admission level driven by queue delay, and computed Retry-After.
@@ -42,9 +44,9 @@ pub struct Shedder {
 }
 
 impl Shedder {
-    /// Starts configuring a shedder; see [`Builder`] for every setting.
-    pub fn builder() -> Builder {
-        Builder::default()
+    /// Starts configuring a shedder; see [`ShedderBuilder`] for every setting.
+    pub fn builder() -> ShedderBuilder {
+        ShedderBuilder::default()
     }
 
     /// A shedder with `limit` concurrent requests and every other setting at its default.
@@ -103,7 +105,7 @@ impl Shedder {
     /// Changes the concurrency limit (an operator's hand). Raising it hands
     /// the new slots to waiters at once; lowering it lets the excess drain as
     /// requests complete. An adaptive limit goes on adapting from the new
-    /// value, within its bounds (build with [`Builder::limit`] to pin it).
+    /// value, within its bounds (build with [`ShedderBuilder::limit`] to pin it).
     ///
     /// # Errors
     ///

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use shed_core::config::{MAX_LIMIT, MAX_QUEUE_CAPACITY};
-use shed_core::{Builder, Class, ConfigError, Shedder};
+use shed_core::{Class, ConfigError, Shedder, ShedderBuilder};
 
 #[track_caller]
-fn refused(builder: Builder, setting: &str) -> ConfigError {
+fn refused(builder: ShedderBuilder, setting: &str) -> ConfigError {
     let error = builder.build().expect_err("the setting is invalid");
     assert_eq!(error.setting(), setting, "{error}");
     let message = error.to_string();

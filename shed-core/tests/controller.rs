@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use common::{build, ms, queued, ready};
 use shed_core::{
-    Admission, Arrival, Builder, Class, Cohort, Level, ManualClock, Permit, Rank, RejectReason,
-    Shedder, Waiter,
+    Admission, Arrival, Class, Cohort, Level, ManualClock, Permit, Rank, RejectReason, Shedder,
+    ShedderBuilder, Waiter,
 };
 
 const BATCH: Rank = Rank::new(Class::Batch, false);
@@ -33,7 +33,7 @@ struct StandingQueue {
 }
 
 impl StandingQueue {
-    fn new(builder: Builder) -> StandingQueue {
+    fn new(builder: ShedderBuilder) -> StandingQueue {
         let (shedder, clock) = build(builder.limit(1).queue_capacity(64));
         let held = Some(shedder.try_admit(&Arrival::new(Class::Critical)).unwrap());
         let waiting = (0..20).map(|_| queued(shedder.admit(&batch()))).collect();

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use common::{build, ms, queued, ready};
 use shed_core::{
-    Arrival, Builder, Class, Cohort, ManualClock, Permit, Rank, RejectReason, RetryAfter, Shedder,
+    Arrival, Class, Cohort, ManualClock, Permit, Rank, RejectReason, RetryAfter, Shedder,
+    ShedderBuilder,
 };
 
 /// One slot, held, and no queue: every arrival is refused with QueueFull at
 /// the same engine state. A long interval makes the delays several seconds.
-fn full(builder: Builder) -> (Shedder, ManualClock, Permit) {
+fn full(builder: ShedderBuilder) -> (Shedder, ManualClock, Permit) {
     let (shedder, clock) = build(
         builder
             .limit(1)

@@ -70,8 +70,8 @@ use common::{
     build, ms, poll_once, race, without_deadlock, Broken, Fell, Rendezvous, Rounds, XorShift,
 };
 use shed_core::{
-    AdaptiveLimit, Admission, Arrival, Builder, Class, Clock, Cohort, Level, ManualClock, Permit,
-    Rank, RejectReason, Rejection, Shedder, Waiter,
+    AdaptiveLimit, Admission, Arrival, Class, Clock, Cohort, Level, ManualClock, Permit, Rank,
+    RejectReason, Rejection, Shedder, ShedderBuilder, Waiter,
 };
 
 /// Worker threads (the driver is one more).
@@ -96,7 +96,7 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn settings() -> Builder {
+fn settings() -> ShedderBuilder {
     Shedder::builder()
         .limit(LIMIT)
         .queue_capacity(QUEUE_CAPACITY)

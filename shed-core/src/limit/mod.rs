@@ -5,7 +5,7 @@
 //! the *knee* of the service, the concurrency beyond which throughput stops
 //! growing and hold times start to, and keeps the limit just above it (see
 //! [`estimator`] for the algorithm). Pin it with
-//! [`Builder::limit`](crate::Builder::limit) only when the capacity really
+//! [`ShedderBuilder::limit`](crate::ShedderBuilder::limit) only when the capacity really
 //! is a constant you know.
 //!
 //! ```
@@ -45,7 +45,7 @@ pub(crate) use sampler::{Ending, Sampler};
 use crate::config::{nanos, ConfigError, MAX_LIMIT};
 
 /// Settings of the adaptive concurrency limit, for
-/// [`Builder::adaptive_limit`](crate::Builder::adaptive_limit).
+/// [`ShedderBuilder::adaptive_limit`](crate::ShedderBuilder::adaptive_limit).
 ///
 /// The defaults suit a typical HTTP service; the bounds are the settings
 /// most worth choosing. Every setting is checked when the shedder is built.
@@ -61,7 +61,7 @@ use crate::config::{nanos, ConfigError, MAX_LIMIT};
 /// assert!(error.to_string().contains("min"));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
-#[must_use = "settings do nothing until passed to Builder::adaptive_limit"]
+#[must_use = "settings do nothing until passed to ShedderBuilder::adaptive_limit"]
 pub struct AdaptiveLimit {
     initial: usize,
     min: usize,

@@ -12,8 +12,8 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use shed_core::{
-    Admission, Arrival, Builder, Class, Clock, ManualClock, Permit, Rank, Rejection, Shedder,
-    Waiter,
+    Admission, Arrival, Class, Clock, ManualClock, Permit, Rank, Rejection, Shedder,
+    ShedderBuilder, Waiter,
 };
 
 /// Thirty requests at once, turned away (`try_admit` never waits): on a
@@ -82,7 +82,7 @@ where
 }
 
 /// A shedder on a manual clock, from `builder`.
-pub fn build(builder: Builder) -> (Shedder, ManualClock) {
+pub fn build(builder: ShedderBuilder) -> (Shedder, ManualClock) {
     let clock = ManualClock::new();
     let shedder = builder
         .clock(clock.clone())
@@ -175,7 +175,7 @@ pub struct Sim {
 }
 
 impl Sim {
-    pub fn new(builder: Builder, service: Duration) -> Sim {
+    pub fn new(builder: ShedderBuilder, service: Duration) -> Sim {
         let (shedder, clock) = build(builder);
         Sim {
             clock,
