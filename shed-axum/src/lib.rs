@@ -42,7 +42,7 @@ pub mod stats;
 pub use body::ShedBody;
 pub use classify::{ClassFn, Classification, CohortKeyFn, RequestHead};
 pub use clock::TokioClock;
-pub use extract::{Admitted, Deadline, MissingShedLayer};
+pub use extract::{Admitted, Deadline, DeadlineRejection, MissingDeadline, MissingShedLayer};
 pub use layer::{ReleaseOn, ShedLayer};
 pub use reject::{GrpcOverloadStatus, RejectHook};
 pub use service::{ResponseFuture, Shed};
