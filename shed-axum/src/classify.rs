@@ -8,6 +8,7 @@
 //! | deadline | `grpc-timeout`, `connect-timeout-ms`, `x-envoy-expected-rq-timeout-ms` | the shortest valid one, clamped to the layer's maximum |
 //! | attempt | `shed-attempt: N`, `grpc-previous-rpc-attempts: N` (= attempt N+1), `x-envoy-attempt-count: N`, `amz-sdk-request: attempt=N`, `x-stainless-retry-count: N` (= attempt N+1) | the highest valid one |
 //! | class | the layer's class, a classifier closure, an opt-in caller header | a caller may only lower its class unless trusted |
+//! | protocol | `content-type: application/grpc*` (the first one) | gRPC callers are answered in gRPC's terms |
 //!
 //! Malformed, repeated, or overflowing values are ignored as if absent.
 
@@ -22,7 +23,7 @@ use shed_core::wire::{
     ENVOY_ATTEMPT_COUNT_HEADER, ENVOY_EXPECTED_RQ_TIMEOUT_MS_HEADER,
     GRPC_PREVIOUS_RPC_ATTEMPTS_HEADER, GRPC_TIMEOUT_HEADER, STAINLESS_RETRY_COUNT_HEADER,
 };
-use shed_core::Class;
+use shed_core::{Arrival, Class, Rank};
 
 /// A borrowed view of a request's head, given to classifier closures.
 ///
@@ -102,34 +103,11 @@ impl fmt::Debug for Classifier {
     }
 }
 
-/// What the head of a request says about it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Classification {
-    /// The class it is judged at.
-    pub class: Class,
-    /// Its attempt number, 1 for an original.
-    pub attempt: u32,
-    /// How long its caller will wait, from now; `None` for no deadline.
-    pub timeout: Option<Duration>,
-    /// Its cohort key, if the layer has a key closure.
-    pub cohort_key: Option<u64>,
-}
-
-impl Classification {
-    /// The rank the request is judged at.
-    pub fn rank(&self) -> shed_core::Rank {
-        shed_core::Rank::of(self.class, self.attempt)
-    }
-}
-
 impl Classifier {
-    /// The request's classification, and whether its caller speaks gRPC
-    /// (its first `content-type`, found in the same walk over the head
-    /// rather than by another lookup).
-    pub(crate) fn classify(&self, head: &RequestHead<'_>) -> (Classification, bool) {
+    /// What the head of a request says about it.
+    pub(crate) fn classify(&self, head: &RequestHead<'_>) -> Classification {
         let found = WireHeaders::scan(head.headers, self.caller_class_header.as_ref());
-        let grpc = found.content_type.is_some_and(crate::reject::is_grpc_type);
-        let facts = Classification {
+        Classification {
             class: self.class(head, &found),
             attempt: found.attempt(),
             timeout: found
@@ -137,8 +115,8 @@ impl Classifier {
                 .or(self.default_deadline)
                 .map(|timeout| timeout.min(self.max_deadline)),
             cohort_key: self.cohort_key_fn.as_ref().and_then(|key| key(head)),
-        };
-        (facts, grpc)
+            grpc: found.content_type.is_some_and(is_grpc_type),
+        }
     }
 
     fn class(&self, head: &RequestHead<'_>, found: &WireHeaders<'_>) -> Class {
@@ -157,6 +135,57 @@ impl Classifier {
             Some(claimed) => claimed.min(assigned),
             None => assigned,
         }
+    }
+}
+
+/// Whether a request's (first) `content-type` says its caller speaks gRPC
+/// (`application/grpc`, `+proto`, `+json`...).
+fn is_grpc_type(value: &HeaderValue) -> bool {
+    value.as_bytes().starts_with(b"application/grpc")
+}
+
+/// What the head of a request says about it: everything the door, the
+/// handler's [`Admitted`](crate::Admitted) and the answers to a refusal need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Classification {
+    class: Class,
+    /// 1 for an original.
+    attempt: u32,
+    /// How long its caller will wait, from now; `None` for no deadline.
+    timeout: Option<Duration>,
+    cohort_key: Option<u64>,
+    /// Whether the caller speaks gRPC, and so is answered in gRPC's terms.
+    grpc: bool,
+}
+
+impl Classification {
+    /// The request as the engine judges it. The timeout stays relative: the
+    /// engine turns it into a deadline with the clock read it makes anyway.
+    pub(crate) fn arrival(&self) -> Arrival {
+        let arrival = Arrival::new(self.class)
+            .with_attempt(self.attempt)
+            .with_timeout(self.timeout);
+        match self.cohort_key {
+            Some(key) => arrival.with_cohort_key(key),
+            None => arrival,
+        }
+    }
+
+    pub(crate) fn class(&self) -> Class {
+        self.class
+    }
+
+    pub(crate) fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The rank the request is judged at.
+    pub(crate) fn rank(&self) -> Rank {
+        Rank::of(self.class, self.attempt)
+    }
+
+    pub(crate) fn is_grpc(&self) -> bool {
+        self.grpc
     }
 }
 
@@ -203,7 +232,8 @@ struct WireHeaders<'a> {
     amz_sdk_request: Single<'a>,
     stainless_retry_count: Single<'a>,
     caller_class: Single<'a>,
-    /// The first `content-type`, as `HeaderMap::get` returns it.
+    /// The first `content-type`, as `HeaderMap::get` returns it: found in
+    /// this walk rather than by another lookup.
     content_type: Option<&'a HeaderValue>,
 }
 
@@ -264,5 +294,75 @@ impl<'a> WireHeaders<'a> {
         .max()
         .unwrap_or(1)
         .max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use http::Request;
+    use shed_core::{Arrival, Class};
+
+    use super::*;
+
+    fn classified(rules: &Classifier, request: &Request<()>) -> Classification {
+        rules.classify(&RequestHead::of(request))
+    }
+
+    #[test]
+    fn the_arrival_carries_class_attempt_and_timeout() {
+        let rules = Classifier {
+            class: Class::Batch,
+            ..Classifier::default()
+        };
+        let request = Request::get("/")
+            .header("shed-attempt", "3")
+            .header("grpc-timeout", "250m")
+            .body(())
+            .unwrap();
+        assert_eq!(
+            classified(&rules, &request).arrival(),
+            Arrival::new(Class::Batch)
+                .with_attempt(3)
+                .with_timeout(Some(Duration::from_millis(250)))
+        );
+    }
+
+    #[test]
+    fn the_cohort_key_hook_places_the_arrival_by_its_key() {
+        let rules = Classifier {
+            cohort_key_fn: Some(Arc::new(|head: &RequestHead<'_>| {
+                head.headers.get("x-user")?.to_str().ok()?.parse().ok()
+            })),
+            ..Classifier::default()
+        };
+        let alice = Request::get("/").header("x-user", "42").body(()).unwrap();
+        let anonymous = Request::get("/").body(()).unwrap();
+
+        assert_eq!(
+            classified(&rules, &alice).arrival(),
+            Arrival::new(Class::Interactive).with_cohort_key(42)
+        );
+        assert_eq!(
+            classified(&rules, &anonymous).arrival(),
+            Arrival::new(Class::Interactive)
+        );
+    }
+
+    #[test]
+    fn a_grpc_content_type_marks_the_call_as_grpc() {
+        let rules = Classifier::default();
+        let grpc = Request::post("/pkg.Service/Method")
+            .header("content-type", "application/grpc+proto")
+            .body(())
+            .unwrap();
+        let json = Request::post("/")
+            .header("content-type", "application/json")
+            .body(())
+            .unwrap();
+        assert!(classified(&rules, &grpc).is_grpc());
+        assert!(!classified(&rules, &json).is_grpc());
     }
 }

@@ -26,7 +26,8 @@ use http::{HeaderName, Response, StatusCode};
 use shed_core::{Class, Rejection, Shedder};
 use tower::Layer;
 
-use crate::classify::{Classifier, RequestHead};
+use crate::body::ShedBody;
+use crate::classify::{Classification, Classifier, RequestHead};
 use crate::reject::{GrpcOverloadStatus, Responder};
 use crate::Shed;
 
@@ -56,16 +57,8 @@ pub enum ReleaseOn {
 /// routes under a single router-wide layer, use [`classify`](ShedLayer::classify).
 #[derive(Clone, Debug)]
 pub struct ShedLayer {
-    pub(crate) shedder: Shedder,
-    pub(crate) config: Arc<Config>,
-}
-
-/// Everything a layer's services share.
-#[derive(Clone, Debug)]
-pub(crate) struct Config {
-    pub(crate) classifier: Classifier,
-    pub(crate) responder: Responder,
-    pub(crate) release_on: ReleaseOn,
+    shedder: Shedder,
+    config: Arc<Config>,
 }
 
 impl ShedLayer {
@@ -176,6 +169,44 @@ impl<S> Layer<S> for ShedLayer {
     type Service = Shed<S>;
 
     fn layer(&self, inner: S) -> Shed<S> {
-        Shed::new(inner, self.clone())
+        Shed::new(inner, self.shedder.clone(), Arc::clone(&self.config))
+    }
+}
+
+/// Everything a layer's services share, behind one `Arc`: cloning a service,
+/// or keeping a queued request's config, costs one reference count.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    classifier: Classifier,
+    responder: Responder,
+    release_on: ReleaseOn,
+}
+
+impl Config {
+    /// What the head of a request says about it.
+    pub(crate) fn classify(&self, head: &RequestHead<'_>) -> Classification {
+        self.classifier.classify(head)
+    }
+
+    /// The answer to a request refused at the door or in the queue.
+    pub(crate) fn refuse<B>(
+        &self,
+        rejection: &Rejection,
+        head: &RequestHead<'_>,
+        classification: &Classification,
+    ) -> Response<ShedBody<B>> {
+        tracing::debug!(
+            target: "shed",
+            class = classification.class().as_str(),
+            attempt = classification.attempt(),
+            reason = rejection.reason().as_str(),
+            retry_after_s = rejection.retry_after().map(|after| after.as_secs()),
+            "refused"
+        );
+        self.responder.respond(rejection, head, classification)
+    }
+
+    pub(crate) fn release_on(&self) -> ReleaseOn {
+        self.release_on
     }
 }

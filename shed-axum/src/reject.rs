@@ -24,7 +24,7 @@ use shed_core::wire::GRPC_RETRY_PUSHBACK_MS_HEADER;
 use shed_core::{RejectReason, Rejection};
 
 use crate::body::ShedBody;
-use crate::RequestHead;
+use crate::classify::{Classification, RequestHead};
 
 const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
 const GRPC: HeaderValue = HeaderValue::from_static("application/grpc");
@@ -83,28 +83,21 @@ impl fmt::Debug for Responder {
     }
 }
 
-/// Whether a request's (first) `content-type` says its caller speaks gRPC
-/// (`application/grpc`, `+proto`, `+json`...). Classification finds the
-/// header in its walk over the head, so no lookup is spent on it.
-pub(crate) fn is_grpc_type(value: &HeaderValue) -> bool {
-    value.as_bytes().starts_with(b"application/grpc")
-}
-
 impl Responder {
+    /// The answer to a request refused at the door or in the queue.
     pub(crate) fn respond<B>(
         &self,
         rejection: &Rejection,
         head: &RequestHead<'_>,
-        attempt: u32,
-        grpc: bool,
+        classification: &Classification,
     ) -> Response<ShedBody<B>> {
         if let Some(custom) = self.hook.as_ref().and_then(|hook| hook(rejection, head)) {
             return custom.map(ShedBody::full);
         }
-        if grpc {
+        if classification.is_grpc() {
             grpc_answer(rejection, self.grpc_overload_status)
         } else {
-            http_answer(rejection, self.overload_status, attempt)
+            http_answer(rejection, self.overload_status, classification.attempt())
         }
     }
 }
@@ -112,14 +105,17 @@ impl Responder {
 /// The answer to a request whose deadline passed while it was served.
 pub(crate) fn deadline_answer<B>(
     rejection: &Rejection,
-    grpc: bool,
-    attempt: u32,
+    classification: &Classification,
 ) -> Response<ShedBody<B>> {
     debug_assert!(rejection.reason().is_deadline());
-    if grpc {
+    if classification.is_grpc() {
         grpc_answer(rejection, GrpcOverloadStatus::default())
     } else {
-        http_answer(rejection, StatusCode::GATEWAY_TIMEOUT, attempt)
+        http_answer(
+            rejection,
+            StatusCode::GATEWAY_TIMEOUT,
+            classification.attempt(),
+        )
     }
 }
 
