@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | deadline | `grpc-timeout`, `connect-timeout-ms`, `x-envoy-expected-rq-timeout-ms` | the shortest valid one, clamped to the layer's maximum |
 //! | attempt | `shed-attempt: N`, `grpc-previous-rpc-attempts: N` (= attempt N+1), `x-envoy-attempt-count: N`, `amz-sdk-request: attempt=N`, `x-stainless-retry-count: N` (= attempt N+1) | the highest valid one |
-//! | class | the layer's class, a classifier closure, an opt-in caller header | a caller may only lower its class unless trusted |
+//! | class | the layer's class, its classifier, an opt-in caller header | a caller may only lower its class unless trusted |
 //! | protocol | `content-type: application/grpc*` (the first one) | gRPC callers are answered in gRPC's terms |
 //!
 //! Malformed, repeated, or overflowing values are ignored as if absent.
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::CONTENT_TYPE;
-use http::{Extensions, HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use shed_core::wire::{
     self, AMZ_SDK_REQUEST_HEADER, ATTEMPT_HEADER, CONNECT_TIMEOUT_MS_HEADER,
     ENVOY_ATTEMPT_COUNT_HEADER, ENVOY_EXPECTED_RQ_TIMEOUT_MS_HEADER,
@@ -25,85 +25,49 @@ use shed_core::wire::{
 };
 use shed_core::{Arrival, Class, Rank};
 
-/// A borrowed view of a request's head, given to classifier closures.
-///
-/// ```
-/// use shed_axum::RequestHead;
-/// let request = http::Request::get("/batch/export").body(()).unwrap();
-/// let head = RequestHead::of(&request);
-/// assert_eq!(head.uri.path(), "/batch/export");
-/// ```
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub struct RequestHead<'a> {
-    /// The request method.
-    pub method: &'a Method,
-    /// The request URI.
-    pub uri: &'a Uri,
-    /// The request headers.
-    pub headers: &'a HeaderMap,
-    /// The request extensions (for example axum's `ConnectInfo`).
-    pub extensions: &'a Extensions,
-}
-
-impl<'a> RequestHead<'a> {
-    /// The head of `request`.
-    pub fn of<B>(request: &'a http::Request<B>) -> RequestHead<'a> {
-        RequestHead {
-            method: request.method(),
-            uri: request.uri(),
-            headers: request.headers(),
-            extensions: request.extensions(),
-        }
-    }
-}
-
-/// A closure choosing a class from the request head (`None`: keep the layer's).
-pub type ClassFn = Arc<dyn Fn(&RequestHead<'_>) -> Option<Class> + Send + Sync>;
-/// A closure choosing a cohort key (user, tenant, API key, peer) from the request head.
-pub type CohortKeyFn = Arc<dyn Fn(&RequestHead<'_>) -> Option<u64> + Send + Sync>;
+use crate::hook::{ClassifyRequest, MakeCohortKey, RequestHead};
 
 /// How a layer classifies requests; built through [`ShedLayer`](crate::ShedLayer).
 #[derive(Clone)]
-pub(crate) struct Classifier {
+pub(crate) struct ClassifyRules {
     pub(crate) class: Class,
-    pub(crate) class_fn: Option<ClassFn>,
+    pub(crate) class_hook: Option<Arc<dyn ClassifyRequest>>,
     pub(crate) caller_class_header: Option<HeaderName>,
     pub(crate) trust_caller: bool,
-    pub(crate) cohort_key_fn: Option<CohortKeyFn>,
+    pub(crate) cohort_key_hook: Option<Arc<dyn MakeCohortKey>>,
     pub(crate) default_deadline: Option<Duration>,
     pub(crate) max_deadline: Duration,
 }
 
-impl Default for Classifier {
+impl Default for ClassifyRules {
     fn default() -> Self {
-        Classifier {
+        ClassifyRules {
             class: Class::Interactive,
-            class_fn: None,
+            class_hook: None,
             caller_class_header: None,
             trust_caller: false,
-            cohort_key_fn: None,
+            cohort_key_hook: None,
             default_deadline: None,
             max_deadline: Duration::from_secs(60),
         }
     }
 }
 
-impl fmt::Debug for Classifier {
+impl fmt::Debug for ClassifyRules {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Classifier")
+        f.debug_struct("ClassifyRules")
             .field("class", &self.class)
-            .field("class_fn", &self.class_fn.is_some())
+            .field("class_hook", &self.class_hook.is_some())
             .field("caller_class_header", &self.caller_class_header)
             .field("trust_caller", &self.trust_caller)
-            .field("cohort_key_fn", &self.cohort_key_fn.is_some())
+            .field("cohort_key_hook", &self.cohort_key_hook.is_some())
             .field("default_deadline", &self.default_deadline)
             .field("max_deadline", &self.max_deadline)
             .finish()
     }
 }
 
-impl Classifier {
+impl ClassifyRules {
     /// What the head of a request says about it.
     pub(crate) fn classify(&self, head: &RequestHead<'_>) -> Classification {
         let found = WireHeaders::scan(head.headers, self.caller_class_header.as_ref());
@@ -114,16 +78,19 @@ impl Classifier {
                 .deadline()
                 .or(self.default_deadline)
                 .map(|timeout| timeout.min(self.max_deadline)),
-            cohort_key: self.cohort_key_fn.as_ref().and_then(|key| key(head)),
+            cohort_key: self
+                .cohort_key_hook
+                .as_ref()
+                .and_then(|hook| hook.make_cohort_key(head)),
             grpc: found.content_type.is_some_and(is_grpc_type),
         }
     }
 
     fn class(&self, head: &RequestHead<'_>, found: &WireHeaders<'_>) -> Class {
         let assigned = self
-            .class_fn
+            .class_hook
             .as_ref()
-            .and_then(|choose| choose(head))
+            .and_then(|hook| hook.classify(head))
             .unwrap_or(self.class);
         let claimed = found
             .caller_class
@@ -307,15 +274,15 @@ mod tests {
 
     use super::*;
 
-    fn classified(rules: &Classifier, request: &Request<()>) -> Classification {
+    fn classified(rules: &ClassifyRules, request: &Request<()>) -> Classification {
         rules.classify(&RequestHead::of(request))
     }
 
     #[test]
     fn the_arrival_carries_class_attempt_and_timeout() {
-        let rules = Classifier {
+        let rules = ClassifyRules {
             class: Class::Batch,
-            ..Classifier::default()
+            ..ClassifyRules::default()
         };
         let request = Request::get("/")
             .header("shed-attempt", "3")
@@ -332,11 +299,11 @@ mod tests {
 
     #[test]
     fn the_cohort_key_hook_places_the_arrival_by_its_key() {
-        let rules = Classifier {
-            cohort_key_fn: Some(Arc::new(|head: &RequestHead<'_>| {
+        let rules = ClassifyRules {
+            cohort_key_hook: Some(Arc::new(|head: &RequestHead<'_>| {
                 head.headers.get("x-user")?.to_str().ok()?.parse().ok()
             })),
-            ..Classifier::default()
+            ..ClassifyRules::default()
         };
         let alice = Request::get("/").header("x-user", "42").body(()).unwrap();
         let anonymous = Request::get("/").body(()).unwrap();
@@ -353,7 +320,7 @@ mod tests {
 
     #[test]
     fn a_grpc_content_type_marks_the_call_as_grpc() {
-        let rules = Classifier::default();
+        let rules = ClassifyRules::default();
         let grpc = Request::post("/pkg.Service/Method")
             .header("content-type", "application/grpc+proto")
             .body(())

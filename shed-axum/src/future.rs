@@ -18,9 +18,10 @@ use tokio::time::{Instant, Sleep};
 use tower::Service;
 
 use crate::body::ShedBody;
-use crate::classify::{Classification, RequestHead};
+use crate::classify::Classification;
 use crate::extract::Admitted;
 use crate::held::HeldPermit;
+use crate::hook::RequestHead;
 use crate::layer::{Config, ReleaseOn};
 use crate::reject::deadline_answer;
 

@@ -35,15 +35,16 @@ mod extract;
 mod forward;
 pub mod future;
 mod held;
+mod hook;
 mod layer;
 mod reject;
 mod service;
 pub mod stats;
 
 pub use body::ShedBody;
-pub use classify::{ClassFn, CohortKeyFn, RequestHead};
 pub use clock::TokioClock;
 pub use extract::{Admitted, Deadline, DeadlineRejection, MissingDeadline, MissingShedLayer};
+pub use hook::{ClassifyRequest, MakeCohortKey, OnRejection, RequestHead};
 pub use layer::{ReleaseOn, ShedLayer};
-pub use reject::{GrpcOverloadStatus, RejectHook};
+pub use reject::GrpcOverloadStatus;
 pub use service::Shed;

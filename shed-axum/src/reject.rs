@@ -24,7 +24,8 @@ use shed_core::wire::GRPC_RETRY_PUSHBACK_MS_HEADER;
 use shed_core::{RejectReason, Rejection};
 
 use crate::body::ShedBody;
-use crate::classify::{Classification, RequestHead};
+use crate::classify::Classification;
+use crate::hook::{OnRejection, RequestHead};
 
 const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
 const GRPC: HeaderValue = HeaderValue::from_static("application/grpc");
@@ -51,16 +52,12 @@ impl GrpcOverloadStatus {
     }
 }
 
-/// A closure that may replace the response to a refusal (`None`: use shed's).
-pub type RejectHook =
-    Arc<dyn Fn(&Rejection, &RequestHead<'_>) -> Option<Response<Bytes>> + Send + Sync>;
-
 /// How a layer answers refusals.
 #[derive(Clone)]
 pub(crate) struct Responder {
     pub(crate) overload_status: StatusCode,
     pub(crate) grpc_overload_status: GrpcOverloadStatus,
-    pub(crate) hook: Option<RejectHook>,
+    pub(crate) hook: Option<Arc<dyn OnRejection>>,
 }
 
 impl Default for Responder {
@@ -91,7 +88,11 @@ impl Responder {
         head: &RequestHead<'_>,
         classification: &Classification,
     ) -> Response<ShedBody<B>> {
-        if let Some(custom) = self.hook.as_ref().and_then(|hook| hook(rejection, head)) {
+        let custom = self
+            .hook
+            .as_ref()
+            .and_then(|hook| hook.on_rejection(rejection, head));
+        if let Some(custom) = custom {
             return custom.map(ShedBody::full);
         }
         if classification.is_grpc() {

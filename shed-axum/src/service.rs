@@ -8,8 +8,8 @@ use shed_core::{Admission, Shedder};
 use tower::Service;
 
 use crate::body::ShedBody;
-use crate::classify::RequestHead;
 use crate::future::ResponseFuture;
+use crate::hook::RequestHead;
 use crate::layer::Config;
 
 /// Admission control around an inner service; made by

@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::routing::get;
 use axum::Router;
 use common::{get as get_request, get_with, hold_slot, json, retry_after_secs, settle, text};
-use shed_axum::{Admitted, ShedLayer, TokioClock};
+use shed_axum::{Admitted, RequestHead, ShedLayer, TokioClock};
 use shed_core::{Class, ManualClock, Rank, Shedder};
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
@@ -340,12 +340,14 @@ async fn one_router_wide_layer_can_class_routes_by_path() {
     let app = Router::new()
         .route("/search", reporting(&shedder))
         .route("/reports/daily", reporting(&shedder))
-        .layer(ShedLayer::new(shedder.clone()).classify(|head| {
-            head.uri
-                .path()
-                .starts_with("/reports/")
-                .then_some(Class::Batch)
-        }));
+        .layer(
+            ShedLayer::new(shedder.clone()).classifier(|head: &RequestHead<'_>| {
+                head.uri
+                    .path()
+                    .starts_with("/reports/")
+                    .then_some(Class::Batch)
+            }),
+        );
 
     let search = app.clone().oneshot(get_request("/search")).await.unwrap();
     assert_eq!(text(search).await, "interactive 1");
