@@ -17,6 +17,9 @@
 //! let app: Router = interactive.merge(batch);
 //! # Ok::<(), shed_core::ConfigError>(())
 //! ```
+//!
+//! Layers of one engine sit side by side, not nested: see
+//! [Nesting](ShedLayer#nesting).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,6 +58,8 @@ pub enum ReleaseOn {
 /// a [caller's header](ShedLayer::caller_class_header)), its attempt (retry
 /// markers), its deadline (`grpc-timeout` and friends) and an optional
 /// [cohort key](ShedLayer::cohort_key).
+///
+/// # Nesting
 ///
 /// Give each request exactly one layer per engine: put the layers side by
 /// side (per route, or per group of routes with `route_layer`), not one
@@ -121,7 +126,7 @@ impl ShedLayer {
 
     /// Chooses each request's class from its head; where it answers `None`,
     /// the layer's [`class`](ShedLayer::class) holds. The way to class
-    /// routes under one router-wide layer.
+    /// routes under one router-wide layer (see [Nesting](ShedLayer#nesting)).
     ///
     /// It runs for every request and must never block or panic (see
     /// [`ClassifyRequest`]). A closure takes its argument type spelled out:
