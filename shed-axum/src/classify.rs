@@ -7,7 +7,8 @@
 //! |---|---|---|
 //! | deadline | `grpc-timeout`, `connect-timeout-ms`, `x-envoy-expected-rq-timeout-ms` | the shortest valid one, clamped to the layer's maximum |
 //! | attempt | `shed-attempt: N`, `grpc-previous-rpc-attempts: N` (= attempt N+1), `x-envoy-attempt-count: N`, `amz-sdk-request: attempt=N`, `x-stainless-retry-count: N` (= attempt N+1) | the highest valid one |
-//! | class | the layer's class, a classifier closure, an opt-in caller header | a caller may only lower its class unless trusted |
+//! | class | the layer's class, its classifier, an opt-in caller header | a caller may only lower its class unless trusted |
+//! | protocol | `content-type: application/grpc*` (the first one) | gRPC callers are answered in gRPC's terms |
 //!
 //! Malformed, repeated, or overflowing values are ignored as if absent.
 
@@ -16,136 +17,80 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::CONTENT_TYPE;
-use http::{Extensions, HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use shed_core::wire::{
     self, AMZ_SDK_REQUEST_HEADER, ATTEMPT_HEADER, CONNECT_TIMEOUT_MS_HEADER,
     ENVOY_ATTEMPT_COUNT_HEADER, ENVOY_EXPECTED_RQ_TIMEOUT_MS_HEADER,
     GRPC_PREVIOUS_RPC_ATTEMPTS_HEADER, GRPC_TIMEOUT_HEADER, STAINLESS_RETRY_COUNT_HEADER,
 };
-use shed_core::Class;
+use shed_core::{Arrival, Class, Rank};
 
-/// A borrowed view of a request's head, given to classifier closures.
-///
-/// ```
-/// use shed_axum::RequestHead;
-/// let request = http::Request::get("/batch/export").body(()).unwrap();
-/// let head = RequestHead::of(&request);
-/// assert_eq!(head.uri.path(), "/batch/export");
-/// ```
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub struct RequestHead<'a> {
-    /// The request method.
-    pub method: &'a Method,
-    /// The request URI.
-    pub uri: &'a Uri,
-    /// The request headers.
-    pub headers: &'a HeaderMap,
-    /// The request extensions (for example axum's `ConnectInfo`).
-    pub extensions: &'a Extensions,
-}
-
-impl<'a> RequestHead<'a> {
-    /// The head of `request`.
-    pub fn of<B>(request: &'a http::Request<B>) -> RequestHead<'a> {
-        RequestHead {
-            method: request.method(),
-            uri: request.uri(),
-            headers: request.headers(),
-            extensions: request.extensions(),
-        }
-    }
-}
-
-/// A closure choosing a class from the request head (`None`: keep the layer's).
-pub type ClassFn = Arc<dyn Fn(&RequestHead<'_>) -> Option<Class> + Send + Sync>;
-/// A closure choosing a cohort key (user, tenant, API key, peer) from the request head.
-pub type CohortKeyFn = Arc<dyn Fn(&RequestHead<'_>) -> Option<u64> + Send + Sync>;
+use crate::hook::{ClassifyRequest, MakeCohortKey, RequestHead};
 
 /// How a layer classifies requests; built through [`ShedLayer`](crate::ShedLayer).
 #[derive(Clone)]
-pub(crate) struct Classifier {
+pub(crate) struct ClassifyRules {
     pub(crate) class: Class,
-    pub(crate) class_fn: Option<ClassFn>,
+    pub(crate) class_hook: Option<Arc<dyn ClassifyRequest>>,
     pub(crate) caller_class_header: Option<HeaderName>,
     pub(crate) trust_caller: bool,
-    pub(crate) cohort_key_fn: Option<CohortKeyFn>,
+    pub(crate) cohort_key_hook: Option<Arc<dyn MakeCohortKey>>,
     pub(crate) default_deadline: Option<Duration>,
     pub(crate) max_deadline: Duration,
 }
 
-impl Default for Classifier {
+impl Default for ClassifyRules {
     fn default() -> Self {
-        Classifier {
+        ClassifyRules {
             class: Class::Interactive,
-            class_fn: None,
+            class_hook: None,
             caller_class_header: None,
             trust_caller: false,
-            cohort_key_fn: None,
+            cohort_key_hook: None,
             default_deadline: None,
             max_deadline: Duration::from_secs(60),
         }
     }
 }
 
-impl fmt::Debug for Classifier {
+impl fmt::Debug for ClassifyRules {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Classifier")
+        f.debug_struct("ClassifyRules")
             .field("class", &self.class)
-            .field("class_fn", &self.class_fn.is_some())
+            .field("class_hook", &self.class_hook.is_some())
             .field("caller_class_header", &self.caller_class_header)
             .field("trust_caller", &self.trust_caller)
-            .field("cohort_key_fn", &self.cohort_key_fn.is_some())
+            .field("cohort_key_hook", &self.cohort_key_hook.is_some())
             .field("default_deadline", &self.default_deadline)
             .field("max_deadline", &self.max_deadline)
             .finish()
     }
 }
 
-/// What the head of a request says about it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Classification {
-    /// The class it is judged at.
-    pub class: Class,
-    /// Its attempt number, 1 for an original.
-    pub attempt: u32,
-    /// How long its caller will wait, from now; `None` for no deadline.
-    pub timeout: Option<Duration>,
-    /// Its cohort key, if the layer has a key closure.
-    pub cohort_key: Option<u64>,
-}
-
-impl Classification {
-    /// The rank the request is judged at.
-    pub fn rank(&self) -> shed_core::Rank {
-        shed_core::Rank::of(self.class, self.attempt)
-    }
-}
-
-impl Classifier {
-    /// The request's classification, and whether its caller speaks gRPC
-    /// (its first `content-type`, found in the same walk over the head
-    /// rather than by another lookup).
-    pub(crate) fn classify(&self, head: &RequestHead<'_>) -> (Classification, bool) {
+impl ClassifyRules {
+    /// What the head of a request says about it.
+    pub(crate) fn classify(&self, head: &RequestHead<'_>) -> Classification {
         let found = WireHeaders::scan(head.headers, self.caller_class_header.as_ref());
-        let grpc = found.content_type.is_some_and(crate::reject::is_grpc_type);
-        let facts = Classification {
+        Classification {
             class: self.class(head, &found),
             attempt: found.attempt(),
             timeout: found
                 .deadline()
                 .or(self.default_deadline)
                 .map(|timeout| timeout.min(self.max_deadline)),
-            cohort_key: self.cohort_key_fn.as_ref().and_then(|key| key(head)),
-        };
-        (facts, grpc)
+            cohort_key: self
+                .cohort_key_hook
+                .as_ref()
+                .and_then(|hook| hook.make_cohort_key(head)),
+            grpc: found.content_type.is_some_and(is_grpc_type),
+        }
     }
 
     fn class(&self, head: &RequestHead<'_>, found: &WireHeaders<'_>) -> Class {
         let assigned = self
-            .class_fn
+            .class_hook
             .as_ref()
-            .and_then(|choose| choose(head))
+            .and_then(|hook| hook.classify(head))
             .unwrap_or(self.class);
         let claimed = found
             .caller_class
@@ -157,6 +102,57 @@ impl Classifier {
             Some(claimed) => claimed.min(assigned),
             None => assigned,
         }
+    }
+}
+
+/// Whether a request's (first) `content-type` says its caller speaks gRPC
+/// (`application/grpc`, `+proto`, `+json`...).
+fn is_grpc_type(value: &HeaderValue) -> bool {
+    value.as_bytes().starts_with(b"application/grpc")
+}
+
+/// What the head of a request says about it: everything the door, the
+/// handler's [`Admitted`](crate::Admitted) and the answers to a refusal need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Classification {
+    class: Class,
+    /// 1 for an original.
+    attempt: u32,
+    /// How long its caller will wait, from now; `None` for no deadline.
+    timeout: Option<Duration>,
+    cohort_key: Option<u64>,
+    /// Whether the caller speaks gRPC, and so is answered in gRPC's terms.
+    grpc: bool,
+}
+
+impl Classification {
+    /// The request as the engine judges it. The timeout stays relative: the
+    /// engine turns it into a deadline with the clock read it makes anyway.
+    pub(crate) fn arrival(&self) -> Arrival {
+        let arrival = Arrival::new(self.class)
+            .with_attempt(self.attempt)
+            .with_timeout(self.timeout);
+        match self.cohort_key {
+            Some(key) => arrival.with_cohort_key(key),
+            None => arrival,
+        }
+    }
+
+    pub(crate) fn class(&self) -> Class {
+        self.class
+    }
+
+    pub(crate) fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The rank the request is judged at.
+    pub(crate) fn rank(&self) -> Rank {
+        Rank::of(self.class, self.attempt)
+    }
+
+    pub(crate) fn is_grpc(&self) -> bool {
+        self.grpc
     }
 }
 
@@ -203,7 +199,8 @@ struct WireHeaders<'a> {
     amz_sdk_request: Single<'a>,
     stainless_retry_count: Single<'a>,
     caller_class: Single<'a>,
-    /// The first `content-type`, as `HeaderMap::get` returns it.
+    /// The first `content-type`, as `HeaderMap::get` returns it: found in
+    /// this walk rather than by another lookup.
     content_type: Option<&'a HeaderValue>,
 }
 
@@ -264,5 +261,75 @@ impl<'a> WireHeaders<'a> {
         .max()
         .unwrap_or(1)
         .max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use http::Request;
+    use shed_core::{Arrival, Class};
+
+    use super::*;
+
+    fn classified(rules: &ClassifyRules, request: &Request<()>) -> Classification {
+        rules.classify(&RequestHead::of(request))
+    }
+
+    #[test]
+    fn the_arrival_carries_class_attempt_and_timeout() {
+        let rules = ClassifyRules {
+            class: Class::Batch,
+            ..ClassifyRules::default()
+        };
+        let request = Request::get("/")
+            .header("shed-attempt", "3")
+            .header("grpc-timeout", "250m")
+            .body(())
+            .unwrap();
+        assert_eq!(
+            classified(&rules, &request).arrival(),
+            Arrival::new(Class::Batch)
+                .with_attempt(3)
+                .with_timeout(Some(Duration::from_millis(250)))
+        );
+    }
+
+    #[test]
+    fn the_cohort_key_hook_places_the_arrival_by_its_key() {
+        let rules = ClassifyRules {
+            cohort_key_hook: Some(Arc::new(|head: &RequestHead<'_>| {
+                head.headers.get("x-user")?.to_str().ok()?.parse().ok()
+            })),
+            ..ClassifyRules::default()
+        };
+        let alice = Request::get("/").header("x-user", "42").body(()).unwrap();
+        let anonymous = Request::get("/").body(()).unwrap();
+
+        assert_eq!(
+            classified(&rules, &alice).arrival(),
+            Arrival::new(Class::Interactive).with_cohort_key(42)
+        );
+        assert_eq!(
+            classified(&rules, &anonymous).arrival(),
+            Arrival::new(Class::Interactive)
+        );
+    }
+
+    #[test]
+    fn a_grpc_content_type_marks_the_call_as_grpc() {
+        let rules = ClassifyRules::default();
+        let grpc = Request::post("/pkg.Service/Method")
+            .header("content-type", "application/grpc+proto")
+            .body(())
+            .unwrap();
+        let json = Request::post("/")
+            .header("content-type", "application/json")
+            .body(())
+            .unwrap();
+        assert!(classified(&rules, &grpc).is_grpc());
+        assert!(!classified(&rules, &json).is_grpc());
     }
 }

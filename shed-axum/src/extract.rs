@@ -18,20 +18,23 @@
 use std::time::{Duration, Instant};
 
 use axum::extract::{FromRequestParts, OptionalFromRequestParts};
-use axum::response::{IntoResponse, Response};
 use http::request::Parts;
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use shed_core::wire::CONNECT_TIMEOUT_MS_HEADER;
 use shed_core::Class;
 
 use crate::forward;
 
+mod rejection;
+
+pub use rejection::{DeadlineRejection, MissingDeadline, MissingShedLayer};
+
 /// The admission facts of the request being served: its class, attempt,
 /// deadline and how long it queued.
 ///
 /// Extracting it where no [`ShedLayer`](crate::ShedLayer) runs is a server
-/// bug, answered with `500` and a message naming the missing layer; use
-/// `Option<Admitted>` where the layer is optional.
+/// bug, answered with `500` and a message naming the missing layer
+/// ([`MissingShedLayer`]); use `Option<Admitted>` where the layer is optional.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Admitted {
@@ -49,20 +52,6 @@ impl Admitted {
     /// Whether the request is a retry.
     pub fn is_retry(&self) -> bool {
         self.attempt > 1
-    }
-}
-
-/// The rejection of [`Admitted`] and [`Deadline`] when no shed layer ran.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MissingShedLayer;
-
-impl IntoResponse for MissingShedLayer {
-    fn into_response(self) -> Response {
-        (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "server misconfigured: this handler extracts shed admission facts, but no ShedLayer runs in front of it",
-        )
-            .into_response()
     }
 }
 
@@ -92,8 +81,8 @@ impl<S: Send + Sync> OptionalFromRequestParts<S> for Admitted {
 /// The request's deadline, to propagate to the calls it makes.
 ///
 /// Extract `Option<Deadline>`: absence (no deadline) is normal. Extracting a
-/// bare `Deadline` when the request has none answers `500`, as does a missing
-/// layer.
+/// bare `Deadline` when the request has none answers `500`
+/// ([`MissingDeadline`]), as does a missing layer ([`MissingShedLayer`]).
 ///
 /// ```
 /// use shed_axum::Deadline;
@@ -150,20 +139,12 @@ impl Deadline {
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Deadline {
-    type Rejection = Response;
+    type Rejection = DeadlineRejection;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        let admitted = parts
-            .extensions
-            .get::<Admitted>()
-            .ok_or_else(|| MissingShedLayer.into_response())?;
-        admitted.deadline.map(Deadline::at).ok_or_else(|| {
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "this handler requires a deadline; extract Option<Deadline> where requests may have none",
-            )
-                .into_response()
-        })
+        let admitted = parts.extensions.get::<Admitted>().ok_or(MissingShedLayer)?;
+        let deadline = admitted.deadline.ok_or(MissingDeadline)?;
+        Ok(Deadline::at(deadline))
     }
 }
 

@@ -17,16 +17,20 @@
 //! let app: Router = interactive.merge(batch);
 //! # Ok::<(), shed_core::ConfigError>(())
 //! ```
+//!
+//! Layers of one engine sit side by side, not nested: see
+//! [Nesting](ShedLayer#nesting).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{HeaderName, Response, StatusCode};
 use shed_core::{Class, Rejection, Shedder};
 use tower::Layer;
 
-use crate::classify::{Classifier, RequestHead};
+use crate::body::ShedBody;
+use crate::classify::{Classification, ClassifyRules};
+use crate::hook::{ClassifyRequest, MakeCohortKey, OnRejection, RequestHead};
 use crate::reject::{GrpcOverloadStatus, Responder};
 use crate::Shed;
 
@@ -49,33 +53,46 @@ pub enum ReleaseOn {
 /// limit. Two layers built from clones of one `Shedder` share it too: that is
 /// how routes get their own class.
 ///
+/// Each request is classified from its head: its class (the layer's
+/// [`class`](ShedLayer::class), a [`classifier`](ShedLayer::classifier), or
+/// a [caller's header](ShedLayer::caller_class_header)), its attempt (retry
+/// markers), its deadline (`grpc-timeout` and friends) and an optional
+/// [cohort key](ShedLayer::cohort_key).
+///
+/// # Nesting
+///
 /// Give each request exactly one layer per engine: put the layers side by
 /// side (per route, or per group of routes with `route_layer`), not one
 /// inside the other. Nested layers of one engine judge the request twice,
 /// the outer one first, and it holds two slots while it is served. To class
-/// routes under a single router-wide layer, use [`classify`](ShedLayer::classify).
+/// routes under a single router-wide layer, give it a
+/// [`classifier`](ShedLayer::classifier).
 #[derive(Clone, Debug)]
 pub struct ShedLayer {
-    pub(crate) shedder: Shedder,
-    pub(crate) config: Arc<Config>,
-}
-
-/// Everything a layer's services share.
-#[derive(Clone, Debug)]
-pub(crate) struct Config {
-    pub(crate) classifier: Classifier,
-    pub(crate) responder: Responder,
-    pub(crate) release_on: ReleaseOn,
+    shedder: Shedder,
+    config: Arc<Config>,
 }
 
 impl ShedLayer {
     /// A layer judging requests with `shedder`, classed as interactive, with
     /// the wire defaults for deadlines and retries.
+    ///
+    /// ```
+    /// use axum::{routing::get, Router};
+    /// use shed_axum::ShedLayer;
+    /// use shed_core::Shedder;
+    ///
+    /// let shedder = Shedder::builder().limit(64).build()?;
+    /// let app: Router = Router::new()
+    ///     .route("/", get(|| async { "hello" }))
+    ///     .layer(ShedLayer::new(shedder));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn new(shedder: Shedder) -> ShedLayer {
         ShedLayer {
             shedder,
             config: Arc::new(Config {
-                classifier: Classifier::default(),
+                rules: ClassifyRules::default(),
                 responder: Responder::default(),
                 release_on: ReleaseOn::default(),
             }),
@@ -87,81 +104,227 @@ impl ShedLayer {
         self
     }
 
-    /// The class of requests through this layer (default interactive).
-    pub fn class(self, class: Class) -> ShedLayer {
-        self.edit(|config| config.classifier.class = class)
-    }
-
-    /// Chooses the class from the request head; `None` keeps the layer's class.
+    /// The class of every request through this layer (default
+    /// interactive), unless a [`classifier`](ShedLayer::classifier) or a
+    /// [caller's header](ShedLayer::caller_class_header) says otherwise.
     ///
     /// ```
+    /// use axum::{routing::get, Router};
     /// use shed_axum::ShedLayer;
     /// use shed_core::{Class, Shedder};
-    /// let layer = ShedLayer::new(Shedder::with_limit(8)?).classify(|head| {
-    ///     head.uri.path().starts_with("/reports").then_some(Class::Batch)
-    /// });
+    ///
+    /// let shedder = Shedder::builder().limit(64).build()?;
+    /// // Exports may wait, and are the first shed under overload.
+    /// let exports: Router = Router::new()
+    ///     .route("/export", get(|| async { "csv" }))
+    ///     .route_layer(ShedLayer::new(shedder).class(Class::Batch));
     /// # Ok::<(), shed_core::ConfigError>(())
     /// ```
-    pub fn classify<F>(self, choose: F) -> ShedLayer
-    where
-        F: Fn(&RequestHead<'_>) -> Option<Class> + Send + Sync + 'static,
-    {
-        self.edit(|config| config.classifier.class_fn = Some(Arc::new(choose)))
+    pub fn class(self, class: Class) -> ShedLayer {
+        self.edit(|config| config.rules.class = class)
     }
 
-    /// Lets callers state their class in a header (such as `shed-class: batch`).
-    /// Untrusted callers may only lower their class; see
-    /// [`trust_caller`](ShedLayer::trust_caller).
+    /// Chooses each request's class from its head; where it answers `None`,
+    /// the layer's [`class`](ShedLayer::class) holds. The way to class
+    /// routes under one router-wide layer (see [Nesting](ShedLayer#nesting)).
+    ///
+    /// It runs for every request and must never block or panic (see
+    /// [`ClassifyRequest`]). A closure takes its argument type spelled out:
+    ///
+    /// ```
+    /// use axum::{routing::get, Router};
+    /// use shed_axum::{RequestHead, ShedLayer};
+    /// use shed_core::{Class, Shedder};
+    ///
+    /// let shedder = Shedder::builder().limit(64).build()?;
+    /// let app: Router = Router::new()
+    ///     .route("/search", get(|| async { "results" }))
+    ///     .route("/reports/daily", get(|| async { "report" }))
+    ///     .layer(ShedLayer::new(shedder).classifier(|head: &RequestHead<'_>| {
+    ///         head.uri.path().starts_with("/reports/").then_some(Class::Batch)
+    ///     }));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn classifier(self, classifier: impl ClassifyRequest) -> ShedLayer {
+        self.edit(|config| config.rules.class_hook = Some(Arc::new(classifier)))
+    }
+
+    /// Lets callers state their class in a header: an untrusted caller may
+    /// only lower its class (below the one the layer and its classifier
+    /// chose), never raise it; see [`trust_caller`](ShedLayer::trust_caller).
+    /// Default: no header is read.
+    ///
+    /// ```
+    /// use http::HeaderName;
+    /// use shed_axum::ShedLayer;
+    /// use shed_core::Shedder;
+    ///
+    /// // A caller sending `shed-class: background` is judged as background;
+    /// // one sending `shed-class: critical` keeps the layer's class.
+    /// let layer = ShedLayer::new(Shedder::with_limit(64)?)
+    ///     .caller_class_header(HeaderName::from_static("shed-class"));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn caller_class_header(self, name: HeaderName) -> ShedLayer {
-        self.edit(|config| config.classifier.caller_class_header = Some(name))
+        self.edit(|config| config.rules.caller_class_header = Some(name))
     }
 
-    /// Trusts the caller's class header to raise the class too (for internal
-    /// callers behind an authenticating proxy). Default: not trusted.
+    /// Trusts the [caller's class header](ShedLayer::caller_class_header) to
+    /// raise the class too. Only for callers that cannot forge it: internal
+    /// callers behind a proxy that strips the header from outside requests.
+    /// Default: not trusted.
+    ///
+    /// ```
+    /// use http::HeaderName;
+    /// use shed_axum::ShedLayer;
+    /// use shed_core::Shedder;
+    ///
+    /// // An internal service: `shed-class: critical` is taken at its word.
+    /// let layer = ShedLayer::new(Shedder::with_limit(64)?)
+    ///     .caller_class_header(HeaderName::from_static("shed-class"))
+    ///     .trust_caller(true);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn trust_caller(self, trusted: bool) -> ShedLayer {
-        self.edit(|config| config.classifier.trust_caller = trusted)
+        self.edit(|config| config.rules.trust_caller = trusted)
     }
 
-    /// Chooses a cohort key (user, tenant, API key, peer address) so that one
-    /// caller is consistently admitted or refused while shedding is partial.
-    pub fn cohort_key<F>(self, key: F) -> ShedLayer
-    where
-        F: Fn(&RequestHead<'_>) -> Option<u64> + Send + Sync + 'static,
-    {
-        self.edit(|config| config.classifier.cohort_key_fn = Some(Arc::new(key)))
+    /// Chooses each request's cohort key (user, tenant, API key, peer
+    /// address), so that while only part of a class is shed, one caller is
+    /// consistently admitted or refused rather than a random few of its
+    /// calls. Default: none; requests are spread evenly over the cohorts.
+    ///
+    /// It runs for every request and must never block or panic (see
+    /// [`MakeCohortKey`]). A closure takes its argument type spelled out:
+    ///
+    /// ```
+    /// use std::hash::{BuildHasher, RandomState};
+    /// use shed_axum::{RequestHead, ShedLayer};
+    /// use shed_core::Shedder;
+    ///
+    /// let hasher = RandomState::new();
+    /// let layer = ShedLayer::new(Shedder::with_limit(64)?).cohort_key(
+    ///     move |head: &RequestHead<'_>| {
+    ///         let api_key = head.headers.get("x-api-key")?;
+    ///         Some(hasher.hash_one(api_key.as_bytes()))
+    ///     },
+    /// );
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn cohort_key(self, key: impl MakeCohortKey) -> ShedLayer {
+        self.edit(|config| config.rules.cohort_key_hook = Some(Arc::new(key)))
     }
 
-    /// The deadline of requests that send none (default: no deadline).
+    /// The deadline of requests that send none (default: no deadline). A
+    /// request still running at its deadline is cancelled and answered
+    /// `504`: the caller has stopped waiting.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_axum::ShedLayer;
+    /// use shed_core::Shedder;
+    ///
+    /// // Browsers send no deadline, and give up after a few seconds.
+    /// let layer = ShedLayer::new(Shedder::with_limit(64)?)
+    ///     .default_deadline(Duration::from_secs(10));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn default_deadline(self, deadline: Duration) -> ShedLayer {
-        self.edit(|config| config.classifier.default_deadline = Some(deadline))
+        self.edit(|config| config.rules.default_deadline = Some(deadline))
     }
 
-    /// The longest deadline a caller may ask for; longer ones are cut to it
-    /// (default 60 s).
+    /// The longest deadline a caller may ask for, or be given by
+    /// [`default_deadline`](ShedLayer::default_deadline); longer ones are cut
+    /// to it (default 60 s).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_axum::ShedLayer;
+    /// use shed_core::Shedder;
+    ///
+    /// // No answer of this service is worth more than 5 s of waiting.
+    /// let layer = ShedLayer::new(Shedder::with_limit(64)?)
+    ///     .max_deadline(Duration::from_secs(5));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn max_deadline(self, deadline: Duration) -> ShedLayer {
-        self.edit(|config| config.classifier.max_deadline = deadline)
+        self.edit(|config| config.rules.max_deadline = deadline)
     }
 
-    /// The status of overload refusals: `429 Too Many Requests` by default;
-    /// `503 Service Unavailable` for those who prefer it.
+    /// The status of overload refusals to HTTP callers: `429 Too Many
+    /// Requests` by default. Deadline refusals are always `504`.
+    ///
+    /// ```
+    /// use http::StatusCode;
+    /// use shed_axum::ShedLayer;
+    /// use shed_core::Shedder;
+    ///
+    /// // For clients and proxies that retry on 503 only.
+    /// let layer = ShedLayer::new(Shedder::with_limit(64)?)
+    ///     .overload_status(StatusCode::SERVICE_UNAVAILABLE);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn overload_status(self, status: StatusCode) -> ShedLayer {
         self.edit(|config| config.responder.overload_status = status)
     }
 
-    /// The gRPC status of overload refusals (default `RESOURCE_EXHAUSTED`).
+    /// The gRPC status of overload refusals to gRPC callers (default
+    /// `RESOURCE_EXHAUSTED`).
+    ///
+    /// ```
+    /// use shed_axum::{GrpcOverloadStatus, ShedLayer};
+    /// use shed_core::Shedder;
+    ///
+    /// // For gRPC clients whose retry policy retries UNAVAILABLE only.
+    /// let layer = ShedLayer::new(Shedder::with_limit(64)?)
+    ///     .grpc_overload_status(GrpcOverloadStatus::Unavailable);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn grpc_overload_status(self, status: GrpcOverloadStatus) -> ShedLayer {
         self.edit(|config| config.responder.grpc_overload_status = status)
     }
 
-    /// Replaces the answer to refusals when the closure returns a response.
-    pub fn on_rejection<F>(self, hook: F) -> ShedLayer
-    where
-        F: Fn(&Rejection, &RequestHead<'_>) -> Option<Response<Bytes>> + Send + Sync + 'static,
-    {
+    /// Replaces shed's answer to a refusal wherever the hook returns a
+    /// response; where it returns `None`, shed answers.
+    ///
+    /// It runs for every refused request and must never block or panic (see
+    /// [`OnRejection`]). A closure takes its argument types spelled out:
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use http::{header::RETRY_AFTER, Response, StatusCode};
+    /// use shed_axum::{RequestHead, ShedLayer};
+    /// use shed_core::{Rejection, Shedder};
+    ///
+    /// // A short text for overload; deadlines (no Retry-After) keep shed's 504.
+    /// let layer = ShedLayer::new(Shedder::with_limit(64)?).on_rejection(
+    ///     |rejection: &Rejection, _head: &RequestHead<'_>| {
+    ///         let after = rejection.retry_after()?;
+    ///         Response::builder()
+    ///             .status(StatusCode::SERVICE_UNAVAILABLE)
+    ///             .header(RETRY_AFTER, after.as_secs())
+    ///             .body(Bytes::from_static(b"busy, try again shortly"))
+    ///             .ok()
+    ///     },
+    /// );
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn on_rejection(self, hook: impl OnRejection) -> ShedLayer {
         self.edit(|config| config.responder.hook = Some(Arc::new(hook)))
     }
 
-    /// When served requests give their slot back (default: at the end of the body).
+    /// When served requests give their slot back (default: at the end of
+    /// the body).
+    ///
+    /// ```
+    /// use shed_axum::{ReleaseOn, ShedLayer};
+    /// use shed_core::Shedder;
+    ///
+    /// // Event streams stay open for hours, doing little: let them not count
+    /// // against the limit once their head is sent.
+    /// let events = ShedLayer::new(Shedder::with_limit(64)?).release_on(ReleaseOn::Headers);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn release_on(self, release_on: ReleaseOn) -> ShedLayer {
         self.edit(|config| config.release_on = release_on)
     }
@@ -176,6 +339,44 @@ impl<S> Layer<S> for ShedLayer {
     type Service = Shed<S>;
 
     fn layer(&self, inner: S) -> Shed<S> {
-        Shed::new(inner, self.clone())
+        Shed::new(inner, self.shedder.clone(), Arc::clone(&self.config))
+    }
+}
+
+/// Everything a layer's services share, behind one `Arc`: cloning a service,
+/// or keeping a queued request's config, costs one reference count.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    rules: ClassifyRules,
+    responder: Responder,
+    release_on: ReleaseOn,
+}
+
+impl Config {
+    /// What the head of a request says about it.
+    pub(crate) fn classify(&self, head: &RequestHead<'_>) -> Classification {
+        self.rules.classify(head)
+    }
+
+    /// The answer to a request refused at the door or in the queue.
+    pub(crate) fn refuse<B>(
+        &self,
+        rejection: &Rejection,
+        head: &RequestHead<'_>,
+        classification: &Classification,
+    ) -> Response<ShedBody<B>> {
+        tracing::debug!(
+            target: "shed",
+            class = classification.class().as_str(),
+            attempt = classification.attempt(),
+            reason = rejection.reason().as_str(),
+            retry_after_s = rejection.retry_after().map(|after| after.as_secs()),
+            "refused"
+        );
+        self.responder.respond(rejection, head, classification)
+    }
+
+    pub(crate) fn release_on(&self) -> ReleaseOn {
+        self.release_on
     }
 }

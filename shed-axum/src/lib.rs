@@ -6,9 +6,7 @@
 //! use shed_core::{Class, Shedder};
 //!
 //! let shedder = Shedder::builder().limit(64).build()?;
-//! // One engine, one limit; each route is judged at its own class. Do not
-//! // also wrap the whole router: a request through two layers of one
-//! // engine would take two slots.
+//! // One engine, one limit; each route is judged at its own class.
 //! let app: Router = Router::new()
 //!     .route("/", get(|| async { "hello" }).layer(ShedLayer::new(shedder.clone())))
 //!     .route("/report", get(|| async { "slow report" })
@@ -24,6 +22,9 @@
 //! computed `Retry-After` (gRPC callers get a trailers-only status with
 //! `grpc-retry-pushback-ms`). An admitted handler runs under its deadline, and
 //! its slot is held until the response body ends.
+//!
+//! Layers of one engine sit side by side, not nested: see
+//! [Nesting](ShedLayer#nesting).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -33,16 +34,18 @@ pub mod client;
 mod clock;
 mod extract;
 mod forward;
+pub mod future;
 mod held;
+mod hook;
 mod layer;
 mod reject;
 mod service;
 pub mod stats;
 
 pub use body::ShedBody;
-pub use classify::{ClassFn, Classification, CohortKeyFn, RequestHead};
 pub use clock::TokioClock;
-pub use extract::{Admitted, Deadline, MissingShedLayer};
+pub use extract::{Admitted, Deadline, DeadlineRejection, MissingDeadline, MissingShedLayer};
+pub use hook::{ClassifyRequest, MakeCohortKey, OnRejection, RequestHead};
 pub use layer::{ReleaseOn, ShedLayer};
-pub use reject::{GrpcOverloadStatus, RejectHook};
-pub use service::{ResponseFuture, Shed};
+pub use reject::GrpcOverloadStatus;
+pub use service::Shed;

@@ -21,10 +21,11 @@ use bytes::Bytes;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderName, HeaderValue, Response, StatusCode};
 use shed_core::wire::GRPC_RETRY_PUSHBACK_MS_HEADER;
-use shed_core::Rejection;
+use shed_core::{RejectReason, Rejection};
 
 use crate::body::ShedBody;
-use crate::RequestHead;
+use crate::classify::Classification;
+use crate::hook::{OnRejection, RequestHead};
 
 const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
 const GRPC: HeaderValue = HeaderValue::from_static("application/grpc");
@@ -51,16 +52,12 @@ impl GrpcOverloadStatus {
     }
 }
 
-/// A closure that may replace the response to a refusal (`None`: use shed's).
-pub type RejectHook =
-    Arc<dyn Fn(&Rejection, &RequestHead<'_>) -> Option<Response<Bytes>> + Send + Sync>;
-
 /// How a layer answers refusals.
 #[derive(Clone)]
 pub(crate) struct Responder {
     pub(crate) overload_status: StatusCode,
     pub(crate) grpc_overload_status: GrpcOverloadStatus,
-    pub(crate) hook: Option<RejectHook>,
+    pub(crate) hook: Option<Arc<dyn OnRejection>>,
 }
 
 impl Default for Responder {
@@ -83,28 +80,25 @@ impl fmt::Debug for Responder {
     }
 }
 
-/// Whether a request's (first) `content-type` says its caller speaks gRPC
-/// (`application/grpc`, `+proto`, `+json`...). Classification finds the
-/// header in its walk over the head, so no lookup is spent on it.
-pub(crate) fn is_grpc_type(value: &HeaderValue) -> bool {
-    value.as_bytes().starts_with(b"application/grpc")
-}
-
 impl Responder {
+    /// The answer to a request refused at the door or in the queue.
     pub(crate) fn respond<B>(
         &self,
         rejection: &Rejection,
         head: &RequestHead<'_>,
-        attempt: u32,
-        grpc: bool,
+        classification: &Classification,
     ) -> Response<ShedBody<B>> {
-        if let Some(custom) = self.hook.as_ref().and_then(|hook| hook(rejection, head)) {
+        let custom = self
+            .hook
+            .as_ref()
+            .and_then(|hook| hook.on_rejection(rejection, head));
+        if let Some(custom) = custom {
             return custom.map(ShedBody::full);
         }
-        if grpc {
+        if classification.is_grpc() {
             grpc_answer(rejection, self.grpc_overload_status)
         } else {
-            http_answer(rejection, self.overload_status, attempt)
+            http_answer(rejection, self.overload_status, classification.attempt())
         }
     }
 }
@@ -112,14 +106,17 @@ impl Responder {
 /// The answer to a request whose deadline passed while it was served.
 pub(crate) fn deadline_answer<B>(
     rejection: &Rejection,
-    grpc: bool,
-    attempt: u32,
+    classification: &Classification,
 ) -> Response<ShedBody<B>> {
     debug_assert!(rejection.reason().is_deadline());
-    if grpc {
+    if classification.is_grpc() {
         grpc_answer(rejection, GrpcOverloadStatus::default())
     } else {
-        http_answer(rejection, StatusCode::GATEWAY_TIMEOUT, attempt)
+        http_answer(
+            rejection,
+            StatusCode::GATEWAY_TIMEOUT,
+            classification.attempt(),
+        )
     }
 }
 
@@ -133,7 +130,7 @@ fn http_answer<B>(
     } else {
         overload_status
     };
-    let body = problem_json(rejection, status, attempt);
+    let body = Problem::of(rejection, status, attempt).to_bytes();
     let mut response = Response::new(ShedBody::full(body));
     *response.status_mut() = status;
     let headers = response.headers_mut();
@@ -183,52 +180,91 @@ fn seconds_value(secs: u64) -> HeaderValue {
     }
 }
 
-/// The longest problem body: every piece at its longest, with room to spare.
+/// Room for the longest problem body, with some to spare:
+/// `the_longest_problem_body_fits_its_buffer` proves that it fits.
 const PROBLEM_CAPACITY: usize = 384;
 
-/// The RFC 9457 problem body. Every string in it is a fixed ASCII name, so no
-/// escaping is needed.
+/// The fields of an RFC 9457 problem body.
 ///
-/// Built on the stack by pushing its pieces, then copied once into a buffer
-/// of exactly its length: on the reject path, `write!`'s formatting machinery
-/// cost more instructions than the engine's whole decision, and a `String`
-/// handed to `Bytes` costs a second allocation when its capacity is not its
-/// length.
-fn problem_json(rejection: &Rejection, status: StatusCode, attempt: u32) -> Bytes {
-    let reason = rejection.reason();
-    let kind = if reason.is_deadline() {
+/// Every text is a fixed ASCII name from a finite set (so no escaping is
+/// needed) and every number has at most 20 digits, so the longest body is
+/// the one whose every field is the longest of its set: the test
+/// `the_longest_problem_body_fits_its_buffer` builds that one.
+struct Problem {
+    kind: &'static str,
+    title: &'static str,
+    status: StatusCode,
+    detail: &'static str,
+    reason: &'static str,
+    class: &'static str,
+    attempt: u32,
+    retry_after_ms: Option<u64>,
+}
+
+impl Problem {
+    fn of(rejection: &Rejection, status: StatusCode, attempt: u32) -> Problem {
+        let reason = rejection.reason();
+        Problem {
+            kind: kind(reason),
+            title: title(status),
+            status,
+            detail: reason.description(),
+            reason: reason.as_str(),
+            class: rejection.class().as_str(),
+            attempt,
+            retry_after_ms: rejection.retry_after().map(|after| after.as_millis()),
+        }
+    }
+
+    /// The body, built on the stack by pushing its pieces, then copied once
+    /// into a buffer of exactly its length: on the reject path, `write!`'s
+    /// formatting machinery cost more instructions than the engine's whole
+    /// decision, and a `String` (or a `BytesMut`) handed to `Bytes` costs a
+    /// second allocation when its capacity is not its length.
+    fn to_bytes(&self) -> Bytes {
+        let mut body = StackText::new();
+        for piece in [
+            r#"{"type":"urn:shed:"#,
+            self.kind,
+            r#"","title":""#,
+            self.title,
+            r#"","status":"#,
+            self.status.as_str(),
+            r#","detail":""#,
+            self.detail,
+            r#"","reason":""#,
+            self.reason,
+            r#"","class":""#,
+            self.class,
+            r#"","attempt":"#,
+        ] {
+            body.push(piece.as_bytes());
+        }
+        body.push_decimal(u64::from(self.attempt));
+        if let Some(millis) = self.retry_after_ms {
+            body.push(br#","retry_after_ms":"#);
+            body.push_decimal(millis);
+        }
+        body.push(b"}");
+        Bytes::copy_from_slice(body.as_bytes())
+    }
+}
+
+/// The problem type's last word: what kind of refusal it was.
+fn kind(reason: RejectReason) -> &'static str {
+    if reason.is_deadline() {
         "deadline"
     } else {
         "overloaded"
-    };
-    let mut body = StackText::new();
-    for piece in [
-        r#"{"type":"urn:shed:"#,
-        kind,
-        r#"","title":""#,
-        status.canonical_reason().unwrap_or("Refused"),
-        r#"","status":"#,
-        status.as_str(),
-        r#","detail":""#,
-        reason.description(),
-        r#"","reason":""#,
-        reason.as_str(),
-        r#"","class":""#,
-        rejection.class().as_str(),
-        r#"","attempt":"#,
-    ] {
-        body.push(piece.as_bytes());
     }
-    body.push_decimal(u64::from(attempt));
-    if let Some(after) = rejection.retry_after() {
-        body.push(br#","retry_after_ms":"#);
-        body.push_decimal(after.as_millis());
-    }
-    body.push(b"}");
-    Bytes::copy_from_slice(body.as_bytes())
 }
 
-/// A fixed buffer on the stack for a short text.
+/// The problem title: the status's reason phrase.
+fn title(status: StatusCode) -> &'static str {
+    status.canonical_reason().unwrap_or("Refused")
+}
+
+/// A fixed buffer on the stack for the problem body.
 struct StackText {
     bytes: [u8; PROBLEM_CAPACITY],
     len: usize,
@@ -242,17 +278,13 @@ impl StackText {
         }
     }
 
-    /// Appends `piece`; what would not fit is cut off (never reached: the
-    /// capacity covers the longest body).
+    /// Appends `piece`. The capacity holds the longest body (proven by a
+    /// test), so this never runs out of room; if it did, it would panic
+    /// rather than send a body cut short.
     fn push(&mut self, piece: &[u8]) {
-        let fits = piece.len().min(PROBLEM_CAPACITY - self.len);
-        debug_assert_eq!(
-            fits,
-            piece.len(),
-            "problem body over {PROBLEM_CAPACITY} bytes"
-        );
-        self.bytes[self.len..self.len + fits].copy_from_slice(&piece[..fits]);
-        self.len += fits;
+        let end = self.len + piece.len();
+        self.bytes[self.len..end].copy_from_slice(piece);
+        self.len = end;
     }
 
     /// Appends `n` in decimal.
@@ -336,11 +368,57 @@ mod tests {
                     StatusCode::GATEWAY_TIMEOUT,
                 ] {
                     assert_eq!(
-                        problem_json(rejection, status, attempt),
+                        Problem::of(rejection, status, attempt).to_bytes(),
                         formatted(rejection, status, attempt).as_bytes()
                     );
                 }
             }
         }
+    }
+
+    /// The longest of a set of texts.
+    fn longest(texts: impl IntoIterator<Item = &'static str>) -> &'static str {
+        texts.into_iter().max_by_key(|text| text.len()).unwrap()
+    }
+
+    /// Every field of a problem body is one of a finite set of texts, or a
+    /// number of at most 20 digits; the body is their sum plus fixed
+    /// punctuation. So the body of the longest of each, the longest title of
+    /// every status a layer may be configured with, the longest attempt and
+    /// the longest delay, is the longest body there can be: if it fits, every
+    /// body does.
+    #[test]
+    fn the_longest_problem_body_fits_its_buffer() {
+        let longest_status_title = (100..=999)
+            .map(|code| title(StatusCode::from_u16(code).unwrap()))
+            .max_by_key(|title| title.len())
+            .unwrap();
+        let problem = Problem {
+            kind: longest(RejectReason::ALL.map(kind)),
+            title: longest_status_title,
+            status: StatusCode::NETWORK_AUTHENTICATION_REQUIRED,
+            detail: longest(RejectReason::ALL.map(RejectReason::description)),
+            reason: longest(RejectReason::ALL.map(RejectReason::as_str)),
+            class: longest(Class::ALL.map(Class::as_str)),
+            attempt: u32::MAX,
+            retry_after_ms: Some(u64::MAX),
+        };
+
+        let whole = format!(
+            r#"{{"type":"urn:shed:{}","title":"{}","status":511,"detail":"{}","reason":"{}","class":"{}","attempt":{},"retry_after_ms":{}}}"#,
+            problem.kind,
+            problem.title,
+            problem.detail,
+            problem.reason,
+            problem.class,
+            u32::MAX,
+            u64::MAX,
+        );
+        assert!(
+            whole.len() <= PROBLEM_CAPACITY,
+            "the longest body, {} bytes, does not fit in {PROBLEM_CAPACITY}",
+            whole.len()
+        );
+        assert_eq!(problem.to_bytes(), whole.as_bytes());
     }
 }

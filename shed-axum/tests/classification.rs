@@ -11,7 +11,7 @@ use axum::routing::get;
 use axum::Router;
 use common::{shedder, text};
 use http::{HeaderName, HeaderValue, Request};
-use shed_axum::{Admitted, ShedLayer};
+use shed_axum::{Admitted, RequestHead, ShedLayer};
 use shed_core::Class;
 use tower::ServiceExt;
 
@@ -321,7 +321,9 @@ async fn a_trusted_caller_class_header_can_raise_the_class() {
 async fn the_caller_cannot_raise_above_the_class_a_classifier_chose() {
     let layer = layer()
         .class(Class::Critical)
-        .classify(|head| head.uri.path().starts_with('/').then_some(Class::Batch))
+        .classifier(|head: &RequestHead<'_>| {
+            head.uri.path().starts_with('/').then_some(Class::Batch)
+        })
         .caller_class_header(HeaderName::from_static("x-shed-class"));
     assert_eq!(seen(&layer, &[]).await.class, Class::Batch);
     assert_eq!(

@@ -11,8 +11,8 @@ use std::time::Duration;
 use axum::routing::get;
 use axum::Router;
 use common::{get as get_request, get_with, hold_slot, json, retry_after_secs, settle, text};
-use shed_axum::{Admitted, ShedLayer, TokioClock};
-use shed_core::{Class, Rank, Shedder};
+use shed_axum::{Admitted, RequestHead, ShedLayer, TokioClock};
+use shed_core::{Class, ManualClock, Rank, Shedder};
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
@@ -225,6 +225,41 @@ async fn a_waiter_past_its_class_max_wait_is_refused_429_queue_timeout() {
     assert_eq!(shedder.in_flight(), 1);
 }
 
+/// The engine may run on a clock of its own, behind tokio's: the timer then
+/// fires before the engine sees the waiter's expiry. The waiter is looked at
+/// again until the engine agrees, rather than left waiting for a slot.
+#[tokio::test(start_paused = true)]
+async fn a_waiter_is_refused_once_the_engines_own_clock_reaches_its_expiry() {
+    let clock = ManualClock::new();
+    let shedder = Shedder::builder()
+        .limit(1)
+        .max_wait(Class::Interactive, Duration::from_millis(200))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let _busy = hold_slot(&shedder);
+    let app = Router::new()
+        .route("/", get(|| async { "served" }))
+        .layer(ShedLayer::new(shedder.clone()));
+    let waiting = tokio::spawn(app.oneshot(get_request("/")));
+    assert!(settle(|| shedder.stats().queue_len() == 1).await);
+
+    // Tokio's timer fires at the expiry; the engine's clock has not moved.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished());
+    assert_eq!(shedder.stats().queue_len(), 1);
+
+    clock.advance(Duration::from_millis(200));
+    let response = tokio::time::timeout(Duration::from_secs(1), waiting)
+        .await
+        .expect("refused once the engine's clock reaches the expiry")
+        .unwrap()
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    assert_eq!(json(response).await["reason"], "queue_timeout");
+    assert_eq!(shedder.stats().queue_len(), 0);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_waiter_whose_deadline_comes_first_is_refused_504() {
     let shedder = patient_shedder(1);
@@ -305,12 +340,14 @@ async fn one_router_wide_layer_can_class_routes_by_path() {
     let app = Router::new()
         .route("/search", reporting(&shedder))
         .route("/reports/daily", reporting(&shedder))
-        .layer(ShedLayer::new(shedder.clone()).classify(|head| {
-            head.uri
-                .path()
-                .starts_with("/reports/")
-                .then_some(Class::Batch)
-        }));
+        .layer(
+            ShedLayer::new(shedder.clone()).classifier(|head: &RequestHead<'_>| {
+                head.uri
+                    .path()
+                    .starts_with("/reports/")
+                    .then_some(Class::Batch)
+            }),
+        );
 
     let search = app.clone().oneshot(get_request("/search")).await.unwrap();
     assert_eq!(text(search).await, "interactive 1");

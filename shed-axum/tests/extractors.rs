@@ -9,7 +9,7 @@ use axum::routing::get;
 use axum::Router;
 use common::{get as get_request, get_with, hold_slot, json, shedder, text};
 use http::{HeaderMap, StatusCode};
-use shed_axum::{Admitted, Deadline, ShedLayer};
+use shed_axum::{Admitted, Deadline, DeadlineRejection, ShedLayer};
 use shed_core::{Class, Shedder};
 use tower::ServiceExt;
 
@@ -41,12 +41,22 @@ async fn maybe_deadline(deadline: Option<Deadline>) -> String {
     }
 }
 
+async fn deadline_or_why_not(deadline: Result<Deadline, DeadlineRejection>) -> String {
+    match deadline {
+        Ok(_) => "a deadline".to_owned(),
+        Err(DeadlineRejection::MissingShedLayer(_)) => "no shed layer".to_owned(),
+        Err(DeadlineRejection::MissingDeadline(_)) => "no deadline".to_owned(),
+        Err(other) => format!("unexpected: {other}"),
+    }
+}
+
 fn routes() -> Router {
     Router::new()
         .route("/admitted", get(admitted))
         .route("/maybe-admitted", get(maybe_admitted))
         .route("/deadline", get(deadline))
         .route("/maybe-deadline", get(maybe_deadline))
+        .route("/deadline-or-why-not", get(deadline_or_why_not))
 }
 
 fn shed_app() -> Router {
@@ -136,6 +146,14 @@ async fn a_required_deadline_on_a_request_without_one_is_a_500_that_says_so() {
     let (status, body) = answer(shed_app(), get_request("/deadline")).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
     assert!(body.contains("Option<Deadline>"), "{body}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_can_tell_a_missing_layer_from_a_missing_deadline() {
+    let without_layer = answer(routes(), get_request("/deadline-or-why-not")).await;
+    assert_eq!(without_layer, (StatusCode::OK, "no shed layer".to_owned()));
+    let without_deadline = answer(shed_app(), get_request("/deadline-or-why-not")).await;
+    assert_eq!(without_deadline, (StatusCode::OK, "no deadline".to_owned()));
 }
 
 #[tokio::test(start_paused = true)]

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use common::{full_shedder, get_with, grpc, json, retry_after_secs, shedder, text};
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
-use shed_axum::{GrpcOverloadStatus, ShedLayer};
-use shed_core::RejectReason;
+use shed_axum::{GrpcOverloadStatus, RequestHead, ShedLayer};
+use shed_core::{RejectReason, Rejection};
 use tower::ServiceExt;
 
 fn app(layer: ShedLayer) -> Router {
@@ -237,16 +237,17 @@ async fn a_grpc_caller_whose_deadline_passes_while_served_gets_deadline_exceeded
 #[tokio::test(start_paused = true)]
 async fn the_rejection_hook_replaces_the_response() {
     let (shedder, _busy) = full_shedder();
-    let layer = ShedLayer::new(shedder).on_rejection(|rejection, head| {
-        let body = format!("{} at {}", rejection.reason(), head.uri.path());
-        Some(
-            Response::builder()
-                .status(StatusCode::IM_A_TEAPOT)
-                .header("x-shed-reason", rejection.reason().as_str())
-                .body(Bytes::from(body))
-                .unwrap(),
-        )
-    });
+    let layer =
+        ShedLayer::new(shedder).on_rejection(|rejection: &Rejection, head: &RequestHead<'_>| {
+            let body = format!("{} at {}", rejection.reason(), head.uri.path());
+            Some(
+                Response::builder()
+                    .status(StatusCode::IM_A_TEAPOT)
+                    .header("x-shed-reason", rejection.reason().as_str())
+                    .body(Bytes::from(body))
+                    .unwrap(),
+            )
+        });
     let response = app(layer).oneshot(get_with("/", &[])).await.unwrap();
 
     assert_eq!(response.status(), StatusCode::IM_A_TEAPOT);
@@ -257,7 +258,7 @@ async fn the_rejection_hook_replaces_the_response() {
 #[tokio::test(start_paused = true)]
 async fn a_rejection_hook_returning_none_keeps_the_default_answer() {
     let (shedder, _busy) = full_shedder();
-    let layer = ShedLayer::new(shedder).on_rejection(|_, _| None);
+    let layer = ShedLayer::new(shedder).on_rejection(|_: &Rejection, _: &RequestHead<'_>| None);
     let response = app(layer).oneshot(get_with("/", &[])).await.unwrap();
 
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
