@@ -2,10 +2,8 @@
 
 use std::task::{Context, Poll};
 
-use http::header::HeaderName;
 use http::Request;
 use shed_core::retry::RetryPolicy;
-use shed_core::wire::ATTEMPT_HEADER;
 use tower::retry::Retry;
 use tower::{Layer, Service};
 
@@ -131,8 +129,7 @@ where
     }
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        let name = HeaderName::from_static(ATTEMPT_HEADER);
-        if !req.headers().contains_key(&name) {
+        if !headers::is_marked(req.headers()) {
             headers::mark(req.headers_mut(), 1, self.remaining);
         }
         self.inner.call(req)
