@@ -8,21 +8,21 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shed_core::retry::{
-    Decision, Operation, Outcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy,
+    AttemptOutcome, Decision, Operation, Pushback, Reason, Replay, RetryBudget, RetryPolicy,
 };
 
 /// One scripted attempt: how long the transport takes, and what it answers.
 #[derive(Clone)]
 struct Step {
     latency: Duration,
-    outcome: Outcome,
+    outcome: AttemptOutcome,
     headers: Vec<(&'static str, &'static str)>,
 }
 
 fn answer(latency_ms: u64, status: u16) -> Step {
     Step {
         latency: Duration::from_millis(latency_ms),
-        outcome: Outcome::Status(status),
+        outcome: AttemptOutcome::Status(status),
         headers: Vec::new(),
     }
 }
@@ -39,7 +39,7 @@ impl Step {
 struct Run {
     attempts: u32,
     finished_at: Duration,
-    outcome: Outcome,
+    outcome: AttemptOutcome,
     reason: Reason,
 }
 
@@ -111,7 +111,7 @@ fn backoff_then_pushback_floor_succeeds_on_the_third_attempt_at_1140_ms() {
         Run {
             attempts: 3,
             finished_at: Duration::from_millis(1_140),
-            outcome: Outcome::Status(200),
+            outcome: AttemptOutcome::Status(200),
             reason: Reason::Ok,
         }
     );
@@ -203,7 +203,7 @@ fn a_connect_error_is_retried() {
     let policy = policy();
     let refused = Step {
         latency: Duration::from_millis(1),
-        outcome: Outcome::ConnectError,
+        outcome: AttemptOutcome::ConnectError,
         headers: Vec::new(),
     };
     let run = simulate(

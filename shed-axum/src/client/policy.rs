@@ -3,7 +3,7 @@
 use std::time::SystemTime;
 
 use http::{Method, Request, Response};
-use shed_core::retry::{Decision, Operation, Outcome, Pushback, Replay, RetryPolicy};
+use shed_core::retry::{AttemptOutcome, Decision, Operation, Pushback, Replay, RetryPolicy};
 use tokio::time::{Instant, Sleep};
 use tower::retry::Policy;
 
@@ -183,13 +183,13 @@ where
         let now = session.started.elapsed();
         let (outcome, pushback) = match result {
             Ok(response) => (
-                Outcome::Status(response.status().as_u16()),
+                AttemptOutcome::Status(response.status().as_u16()),
                 headers::pushback(response.headers(), SystemTime::now()),
             ),
             Err(error) if self.classify.is_connect_error(error) => {
-                (Outcome::ConnectError, Pushback::Absent)
+                (AttemptOutcome::ConnectError, Pushback::Absent)
             }
-            Err(_) => (Outcome::OtherError, Pushback::Absent),
+            Err(_) => (AttemptOutcome::OtherError, Pushback::Absent),
         };
         match self.policy.decide(&mut session.op, outcome, pushback, now) {
             Decision::Retry { attempt, delay } => {

@@ -2,52 +2,18 @@
 //! to replay, and the failure must be in a narrow transient set.
 //!
 //! ```
-//! use shed_core::retry::{Outcome, RetryableSet};
+//! use shed_core::retry::{AttemptOutcome, RetryableSet};
 //!
 //! let retryable = RetryableSet::default(); // 429, 503, 504, connect errors
-//! assert!(retryable.contains(Outcome::Status(503)));
-//! assert!(retryable.contains(Outcome::ConnectError));
-//! assert!(!retryable.contains(Outcome::Status(400)));
-//! assert!(!retryable.contains(Outcome::Status(500)));
+//! assert!(retryable.contains(AttemptOutcome::Status(503)));
+//! assert!(retryable.contains(AttemptOutcome::ConnectError));
+//! assert!(!retryable.contains(AttemptOutcome::Status(400)));
+//! assert!(!retryable.contains(AttemptOutcome::Status(500)));
 //! ```
 
 use std::fmt;
 
-/// How one attempt ended, as far as retrying is concerned.
-///
-/// ```
-/// use shed_core::retry::Outcome;
-///
-/// assert!(Outcome::Status(204).is_success());
-/// assert!(!Outcome::Status(503).is_success());
-/// assert!(!Outcome::ConnectError.is_success());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// A response with this HTTP status code arrived.
-    Status(u16),
-    /// The request never reached the server (connection refused, no route,
-    /// DNS failure): always safe to send again.
-    ConnectError,
-    /// Any other transport error (reset, timeout after sending): the server
-    /// may have acted on the request, so it is not retried.
-    OtherError,
-}
-
-impl Outcome {
-    /// Whether the attempt succeeded: a status below 400.
-    ///
-    /// ```
-    /// use shed_core::retry::Outcome;
-    ///
-    /// assert!(Outcome::Status(304).is_success());
-    /// assert!(!Outcome::Status(429).is_success());
-    /// ```
-    #[must_use]
-    pub fn is_success(self) -> bool {
-        matches!(self, Self::Status(code) if code < 400)
-    }
-}
+use super::AttemptOutcome;
 
 /// Whether the caller declared an operation safe to send more than once.
 ///
@@ -75,10 +41,10 @@ pub enum Replay {
 /// request itself is wrong, and sending it again cannot help.
 ///
 /// ```
-/// use shed_core::retry::{Outcome, RetryableSet};
+/// use shed_core::retry::{AttemptOutcome, RetryableSet};
 ///
 /// let set = RetryableSet::empty().with_status(502).unwrap();
-/// assert!(set.contains(Outcome::Status(502)));
+/// assert!(set.contains(AttemptOutcome::Status(502)));
 /// assert!(RetryableSet::empty().with_status(404).is_err());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -130,9 +96,9 @@ impl RetryableSet {
     /// Nothing is retryable.
     ///
     /// ```
-    /// use shed_core::retry::{Outcome, RetryableSet};
+    /// use shed_core::retry::{AttemptOutcome, RetryableSet};
     ///
-    /// assert!(!RetryableSet::empty().contains(Outcome::ConnectError));
+    /// assert!(!RetryableSet::empty().contains(AttemptOutcome::ConnectError));
     /// ```
     #[must_use]
     pub const fn empty() -> Self {
@@ -149,10 +115,10 @@ impl RetryableSet {
     /// [`NotRetryable`] for any other status, which the set leaves unchanged.
     ///
     /// ```
-    /// use shed_core::retry::{Outcome, RetryableSet};
+    /// use shed_core::retry::{AttemptOutcome, RetryableSet};
     ///
     /// let set = RetryableSet::default().with_status(502)?;
-    /// assert!(set.contains(Outcome::Status(502)));
+    /// assert!(set.contains(AttemptOutcome::Status(502)));
     /// # Ok::<(), shed_core::retry::NotRetryable>(())
     /// ```
     pub fn with_status(mut self, status: u16) -> Result<Self, NotRetryable> {
@@ -166,10 +132,10 @@ impl RetryableSet {
     /// Removes a status (a no-op if absent).
     ///
     /// ```
-    /// use shed_core::retry::{Outcome, RetryableSet};
+    /// use shed_core::retry::{AttemptOutcome, RetryableSet};
     ///
     /// let set = RetryableSet::default().without_status(504);
-    /// assert!(!set.contains(Outcome::Status(504)));
+    /// assert!(!set.contains(AttemptOutcome::Status(504)));
     /// ```
     #[must_use]
     pub fn without_status(mut self, status: u16) -> Self {
@@ -182,10 +148,10 @@ impl RetryableSet {
     /// Sets whether connect errors are retried.
     ///
     /// ```
-    /// use shed_core::retry::{Outcome, RetryableSet};
+    /// use shed_core::retry::{AttemptOutcome, RetryableSet};
     ///
     /// let set = RetryableSet::default().with_connect_errors(false);
-    /// assert!(!set.contains(Outcome::ConnectError));
+    /// assert!(!set.contains(AttemptOutcome::ConnectError));
     /// ```
     #[must_use]
     pub const fn with_connect_errors(mut self, retry: bool) -> Self {
@@ -196,20 +162,20 @@ impl RetryableSet {
     /// Whether `outcome` may be retried. Successes never are.
     ///
     /// ```
-    /// use shed_core::retry::{Outcome, RetryableSet};
+    /// use shed_core::retry::{AttemptOutcome, RetryableSet};
     ///
     /// let set = RetryableSet::default();
-    /// assert!(set.contains(Outcome::Status(429)));
-    /// assert!(!set.contains(Outcome::Status(200)));
-    /// assert!(!set.contains(Outcome::OtherError));
+    /// assert!(set.contains(AttemptOutcome::Status(429)));
+    /// assert!(!set.contains(AttemptOutcome::Status(200)));
+    /// assert!(!set.contains(AttemptOutcome::OtherError));
     /// ```
     #[must_use]
-    pub fn contains(&self, outcome: Outcome) -> bool {
+    pub fn contains(&self, outcome: AttemptOutcome) -> bool {
         match outcome {
-            Outcome::Status(status) => Self::bit(status)
+            AttemptOutcome::Status(status) => Self::bit(status)
                 .is_some_and(|bit| self.statuses[bit / 64] & (1 << (bit % 64)) != 0),
-            Outcome::ConnectError => self.connect_errors,
-            Outcome::OtherError => false,
+            AttemptOutcome::ConnectError => self.connect_errors,
+            AttemptOutcome::OtherError => false,
         }
     }
 
@@ -227,7 +193,7 @@ impl RetryableSet {
     }
 
     fn statuses(&self) -> impl Iterator<Item = u16> + '_ {
-        (400..=599u16).filter(|&status| self.contains(Outcome::Status(status)))
+        (400..=599u16).filter(|&status| self.contains(AttemptOutcome::Status(status)))
     }
 }
 
@@ -259,11 +225,11 @@ mod tests {
     fn by_default_only_429_503_504_and_connect_errors_are_retryable() {
         let set = RetryableSet::default();
         let statuses: Vec<u16> = (0..=999)
-            .filter(|&s| set.contains(Outcome::Status(s)))
+            .filter(|&s| set.contains(AttemptOutcome::Status(s)))
             .collect();
         assert_eq!(statuses, [429, 503, 504]);
-        assert!(set.contains(Outcome::ConnectError));
-        assert!(!set.contains(Outcome::OtherError));
+        assert!(set.contains(AttemptOutcome::ConnectError));
+        assert!(!set.contains(AttemptOutcome::OtherError));
     }
 
     #[test]

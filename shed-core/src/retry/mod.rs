@@ -4,20 +4,20 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use shed_core::retry::{Decision, Outcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy};
+//! use shed_core::retry::{Decision, AttemptOutcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy};
 //!
 //! // One budget for the whole client, shared by every operation.
 //! let policy = RetryPolicy::new(Arc::new(RetryBudget::default())).with_jitter(|| 0.5);
 //!
 //! let mut op = policy.begin(Replay::Safe); // the original is sent at 0 ms
 //! // ... a 503 arrives at 40 ms: back off for 50 ms (half of [0, 100 ms)).
-//! let retry = policy.decide(&mut op, Outcome::Status(503), Pushback::Absent, Duration::from_millis(40));
+//! let retry = policy.decide(&mut op, AttemptOutcome::Status(503), Pushback::Absent, Duration::from_millis(40));
 //! assert_eq!(retry, Decision::Retry { attempt: 2, delay: Duration::from_millis(50) });
 //! // ... a 429 with `Retry-After: 1` at 120 ms: the pushback is a floor.
-//! let retry = policy.decide(&mut op, Outcome::Status(429), Pushback::Wait(Duration::from_secs(1)), Duration::from_millis(120));
+//! let retry = policy.decide(&mut op, AttemptOutcome::Status(429), Pushback::Wait(Duration::from_secs(1)), Duration::from_millis(120));
 //! assert_eq!(retry, Decision::Retry { attempt: 3, delay: Duration::from_secs(1) });
 //! // ... a 200 at 1,140 ms.
-//! assert_eq!(policy.decide(&mut op, Outcome::Status(200), Pushback::Absent, Duration::from_millis(1_140)), Decision::Stop(Reason::Ok));
+//! assert_eq!(policy.decide(&mut op, AttemptOutcome::Status(200), Pushback::Absent, Duration::from_millis(1_140)), Decision::Stop(Reason::Ok));
 //! ```
 //!
 //! # The pieces
@@ -27,7 +27,7 @@
 //!   injectable randomness.
 //! - [`Pushback`]: `Retry-After` (seconds or HTTP-date), `retry-after-ms`,
 //!   `grpc-retry-pushback-ms`.
-//! - [`RetryableSet`], [`Outcome`], [`Replay`]: what may be retried at all.
+//! - [`RetryableSet`], [`AttemptOutcome`], [`Replay`]: what may be retried at all.
 //! - [`RetryPolicy`], [`RetryConfig`], [`Operation`]: the per-operation state
 //!   machine; [`Decision`] and [`Reason`]: what it decided and why;
 //!   [`RetryStats`]: counters of originals, retries and denials by reason.
@@ -71,6 +71,7 @@ mod budget;
 mod decision;
 mod eligibility;
 mod jitter;
+mod outcome;
 mod policy;
 mod pushback;
 mod stats;
@@ -78,8 +79,9 @@ mod stats;
 pub use backoff::Backoff;
 pub use budget::{RetryBudget, EARN_TENTHS, RETRY_COST_TENTHS};
 pub use decision::{Decision, Reason};
-pub use eligibility::{NotRetryable, Outcome, Replay, RetryableSet};
+pub use eligibility::{NotRetryable, Replay, RetryableSet};
 pub use jitter::{Jitter, SplitMix64};
+pub use outcome::AttemptOutcome;
 pub use policy::{Operation, RetryConfig, RetryPolicy};
 pub use pushback::{Pushback, MAX_PUSHBACK};
 pub use stats::RetryStats;

@@ -3,13 +3,13 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use shed_core::retry::{Decision, Outcome, Pushback, Replay, RetryBudget, RetryPolicy};
+//! use shed_core::retry::{Decision, AttemptOutcome, Pushback, Replay, RetryBudget, RetryPolicy};
 //!
 //! let policy = RetryPolicy::new(Arc::new(RetryBudget::default())).with_jitter(|| 0.5);
 //! let mut op = policy.begin(Replay::Safe);
 //!
 //! // The original got a 503 after 40 ms: retry after half the first window.
-//! let decision = policy.decide(&mut op, Outcome::Status(503), Pushback::Absent, Duration::from_millis(40));
+//! let decision = policy.decide(&mut op, AttemptOutcome::Status(503), Pushback::Absent, Duration::from_millis(40));
 //! assert_eq!(decision, Decision::Retry { attempt: 2, delay: Duration::from_millis(50) });
 //! ```
 
@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::ConfigError;
 
 use super::{
-    Backoff, Decision, Jitter, Outcome, Pushback, Reason, Replay, RetryBudget, RetryStats,
+    AttemptOutcome, Backoff, Decision, Jitter, Pushback, Reason, Replay, RetryBudget, RetryStats,
     RetryableSet, SplitMix64,
 };
 
@@ -167,10 +167,10 @@ impl RetryConfig {
     /// Sets which failures are retried.
     ///
     /// ```
-    /// use shed_core::retry::{Outcome, RetryConfig, RetryableSet};
+    /// use shed_core::retry::{AttemptOutcome, RetryConfig, RetryableSet};
     ///
     /// let config = RetryConfig::default().with_retryable(RetryableSet::empty());
-    /// assert!(!config.retryable().contains(Outcome::Status(503)));
+    /// assert!(!config.retryable().contains(AttemptOutcome::Status(503)));
     /// ```
     #[must_use]
     pub const fn with_retryable(mut self, retryable: RetryableSet) -> Self {
@@ -280,11 +280,11 @@ impl RetryConfig {
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use shed_core::retry::{Decision, Outcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy};
+/// use shed_core::retry::{Decision, AttemptOutcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy};
 ///
 /// let policy = RetryPolicy::new(Arc::new(RetryBudget::default()));
 /// let mut op = policy.begin(Replay::Unsafe);
-/// let decision = policy.decide(&mut op, Outcome::Status(503), Pushback::Absent, Duration::ZERO);
+/// let decision = policy.decide(&mut op, AttemptOutcome::Status(503), Pushback::Absent, Duration::ZERO);
 /// assert_eq!(decision, Decision::Stop(Reason::UnsafeOperation));
 /// ```
 #[derive(Clone)]
@@ -449,19 +449,19 @@ impl RetryPolicy {
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// use shed_core::retry::{Decision, Outcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy};
+    /// use shed_core::retry::{Decision, AttemptOutcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy};
     ///
     /// let policy = RetryPolicy::new(Arc::new(RetryBudget::default()));
     /// let mut op = policy.begin(Replay::Safe);
     /// let two_seconds = Pushback::Wait(Duration::from_secs(2));
-    /// let decision = policy.decide(&mut op, Outcome::Status(429), two_seconds, Duration::from_millis(10));
+    /// let decision = policy.decide(&mut op, AttemptOutcome::Status(429), two_seconds, Duration::from_millis(10));
     /// assert_eq!(decision, Decision::Stop(Reason::Deadline));
     /// assert_eq!(policy.budget().balance_tenths(), 21, "no credit taken");
     /// ```
     pub fn decide(
         &self,
         op: &mut Operation,
-        outcome: Outcome,
+        outcome: AttemptOutcome,
         pushback: Pushback,
         now: Duration,
     ) -> Decision {
@@ -479,7 +479,7 @@ impl RetryPolicy {
     fn judge(
         &self,
         op: &mut Operation,
-        outcome: Outcome,
+        outcome: AttemptOutcome,
         pushback: Pushback,
         now: Duration,
     ) -> Decision {

@@ -2,11 +2,11 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use shed_core::retry::{Outcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy};
+//! use shed_core::retry::{AttemptOutcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy};
 //!
 //! let policy = RetryPolicy::new(Arc::new(RetryBudget::default()));
 //! let mut op = policy.begin(Replay::Safe);
-//! let _ = policy.decide(&mut op, Outcome::Status(400), Pushback::Absent, Default::default());
+//! let _ = policy.decide(&mut op, AttemptOutcome::Status(400), Pushback::Absent, Default::default());
 //!
 //! let stats = policy.stats();
 //! assert_eq!(stats.originals(), 1);
