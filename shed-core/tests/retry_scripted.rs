@@ -112,7 +112,7 @@ fn backoff_then_pushback_floor_succeeds_on_the_third_attempt_at_1140_ms() {
             attempts: 3,
             finished_at: Duration::from_millis(1_140),
             outcome: AttemptOutcome::Status(200),
-            reason: Reason::Ok,
+            reason: Reason::Succeeded,
         }
     );
 }
@@ -211,7 +211,7 @@ fn a_connect_error_is_retried() {
         policy.begin(Replay::Safe),
         [refused, answer(10, 200)],
     );
-    assert_eq!((run.attempts, run.reason), (2, Reason::Ok));
+    assert_eq!((run.attempts, run.reason), (2, Reason::Succeeded));
     assert_eq!(run.finished_at, Duration::from_millis(1 + 50 + 10));
 }
 
@@ -225,7 +225,7 @@ fn a_retry_that_would_start_inside_the_minimum_window_is_not_sent() {
         policy.begin(Replay::Safe),
         [answer(1_360, 503), answer(1, 200)],
     );
-    assert_eq!(in_time.reason, Reason::Ok);
+    assert_eq!(in_time.reason, Reason::Succeeded);
     let too_late = simulate(
         &policy,
         policy.begin(Replay::Safe),
@@ -290,5 +290,20 @@ fn successes_are_not_denials() {
     let policy = policy();
     simulate(&policy, policy.begin(Replay::Safe), [answer(1, 200)]);
     assert_eq!(policy.stats().total_denials(), 0);
-    assert_eq!(policy.stats().denials(Reason::Ok), 0);
+    assert_eq!(policy.stats().denials(Reason::Succeeded), 0);
+}
+
+#[test]
+fn a_granted_retry_is_counted_as_a_retry_and_not_as_a_denial() {
+    let policy = policy();
+    let mut op = policy.begin(Replay::Safe);
+    let decision = policy.decide(
+        &mut op,
+        AttemptOutcome::Status(503),
+        Pushback::Absent,
+        Duration::ZERO,
+    );
+    assert!(matches!(decision, Decision::Retry { attempt: 2, .. }));
+    assert_eq!(policy.stats().retries(), 1);
+    assert_eq!(policy.stats().total_denials(), 0);
 }

@@ -1,18 +1,26 @@
-//! What the policy decided after an attempt, and why.
+//! What the policy decided after an attempt, and why it stopped.
 //!
 //! ```
 //! use std::time::Duration;
 //! use shed_core::retry::{Decision, Reason};
 //!
+//! // A granted retry says when; only a stop has a reason.
+//! fn describe(decision: Decision) -> String {
+//!     match decision {
+//!         Decision::Retry { attempt, delay } => format!("attempt {attempt} in {delay:?}"),
+//!         Decision::Stop(reason) => format!("stopped: {reason}"),
+//!     }
+//! }
 //! let retry = Decision::Retry { attempt: 2, delay: Duration::from_millis(50) };
-//! assert_eq!(retry.reason(), Reason::Ok);
-//! assert_eq!(Decision::Stop(Reason::Deadline).reason(), Reason::Deadline);
+//! assert_eq!(describe(retry), "attempt 2 in 50ms");
+//! assert_eq!(describe(Decision::Stop(Reason::Deadline)), "stopped: deadline");
 //! ```
 
 use std::fmt;
 use std::time::Duration;
 
-/// The verdict on one attempt's outcome.
+/// The verdict on one attempt's outcome: another attempt, or the end of the
+/// operation and why.
 ///
 /// ```
 /// use shed_core::retry::{Decision, Reason};
@@ -22,35 +30,20 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
 pub enum Decision {
-    /// Send attempt number `attempt` after waiting `delay`. The retry's
-    /// credit has already been taken from the budget.
+    /// Retry granted: send attempt number `attempt` after waiting `delay`.
+    /// The retry's credit has already been taken from the budget.
     Retry {
         /// The number of the attempt to send: 2 for the first retry.
         attempt: u32,
         /// How long to wait before sending it.
         delay: Duration,
     },
-    /// Return the last outcome to the caller. [`Reason::Ok`] when the
-    /// attempt succeeded; otherwise why no retry follows.
+    /// Return the last outcome to the caller: [`Reason::Succeeded`] when
+    /// the attempt succeeded, otherwise why no retry follows.
     Stop(Reason),
 }
 
 impl Decision {
-    /// Why: [`Reason::Ok`] for a retry or a success, otherwise the denial.
-    ///
-    /// ```
-    /// use shed_core::retry::{Decision, Reason};
-    ///
-    /// assert_eq!(Decision::Stop(Reason::Ok).reason(), Reason::Ok);
-    /// ```
-    #[must_use]
-    pub fn reason(&self) -> Reason {
-        match *self {
-            Self::Retry { .. } => Reason::Ok,
-            Self::Stop(reason) => reason,
-        }
-    }
-
     /// Whether another attempt follows.
     ///
     /// ```
@@ -65,7 +58,11 @@ impl Decision {
     }
 }
 
-/// The reason carried by every [`Decision`].
+/// Why an operation stopped: it succeeded, or a retry was denied.
+///
+/// New reasons may be added, so matches need a wildcard arm;
+/// [`Reason::ALL`] lists them (for metrics, with
+/// [`RetryStats::denials`](super::RetryStats::denials)).
 ///
 /// ```
 /// use shed_core::retry::Reason;
@@ -74,9 +71,10 @@ impl Decision {
 /// assert_eq!(Reason::ALL.len(), 7);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Reason {
-    /// Retry granted, or the attempt succeeded and nothing needs retrying.
-    Ok,
+    /// The attempt succeeded: nothing to retry. Not a denial.
+    Succeeded,
     /// The failure is not in the retryable set (a 4xx, a 500, an error after
     /// the request was sent).
     TerminalStatus,
@@ -96,7 +94,7 @@ pub enum Reason {
 impl Reason {
     /// Every reason, in declaration order.
     pub const ALL: [Self; 7] = [
-        Self::Ok,
+        Self::Succeeded,
         Self::TerminalStatus,
         Self::UnsafeOperation,
         Self::AttemptCap,
@@ -115,7 +113,7 @@ impl Reason {
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
-            Self::Ok => "ok",
+            Self::Succeeded => "succeeded",
             Self::TerminalStatus => "terminal_status",
             Self::UnsafeOperation => "unsafe_operation",
             Self::AttemptCap => "attempt_cap",

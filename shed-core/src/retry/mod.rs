@@ -17,7 +17,7 @@
 //! let retry = policy.decide(&mut op, AttemptOutcome::Status(429), Pushback::Wait(Duration::from_secs(1)), Duration::from_millis(120));
 //! assert_eq!(retry, Decision::Retry { attempt: 3, delay: Duration::from_secs(1) });
 //! // ... a 200 at 1,140 ms.
-//! assert_eq!(policy.decide(&mut op, AttemptOutcome::Status(200), Pushback::Absent, Duration::from_millis(1_140)), Decision::Stop(Reason::Ok));
+//! assert_eq!(policy.decide(&mut op, AttemptOutcome::Status(200), Pushback::Absent, Duration::from_millis(1_140)), Decision::Stop(Reason::Succeeded));
 //! ```
 //!
 //! # The pieces

@@ -436,7 +436,7 @@ impl RetryPolicy {
     /// Decides what follows the latest attempt of `op`, which ended with
     /// `outcome` and `pushback` at `now` (time since the original was sent).
     ///
-    /// In order: a success stops with [`Reason::Ok`]; a failure outside the
+    /// In order: a success stops with [`Reason::Succeeded`]; a failure outside the
     /// retryable set stops ([`Reason::TerminalStatus`]), as does an operation
     /// not declared safe, a reached attempt cap and a server refusal. The
     /// wait is then the longer of the pushback and the jittered backoff (the
@@ -466,7 +466,7 @@ impl RetryPolicy {
         now: Duration,
     ) -> Decision {
         if outcome.is_success() {
-            return Decision::Stop(Reason::Ok);
+            return Decision::Stop(Reason::Succeeded);
         }
         let decision = self.judge(op, outcome, pushback, now);
         match decision {

@@ -32,7 +32,7 @@ use super::Reason;
 pub struct RetryStats {
     originals: AtomicU64,
     retries: AtomicU64,
-    /// Indexed by [`Reason::index`]; the `Ok` slot stays zero.
+    /// Indexed by [`Reason::index`]; the `Succeeded` slot stays zero.
     denials: [AtomicU64; Reason::ALL.len()],
 }
 
@@ -61,13 +61,13 @@ impl RetryStats {
         self.retries.load(Ordering::Relaxed)
     }
 
-    /// Failed attempts not retried for `reason` ([`Reason::Ok`] is not a
+    /// Failed attempts not retried for `reason` ([`Reason::Succeeded`] is not a
     /// denial and always reads zero).
     ///
     /// ```
     /// use shed_core::retry::{Reason, RetryStats};
     ///
-    /// assert_eq!(RetryStats::default().denials(Reason::Ok), 0);
+    /// assert_eq!(RetryStats::default().denials(Reason::Succeeded), 0);
     /// ```
     #[must_use]
     pub fn denials(&self, reason: Reason) -> u64 {
@@ -95,7 +95,7 @@ impl RetryStats {
     }
 
     pub(crate) fn record_denial(&self, reason: Reason) {
-        if reason != Reason::Ok {
+        if reason != Reason::Succeeded {
             self.denials[reason.index()].fetch_add(1, Ordering::Relaxed);
         }
     }
