@@ -12,7 +12,7 @@ use crate::forward;
 const ATTEMPT: HeaderName = HeaderName::from_static(ATTEMPT_HEADER);
 
 /// Every pushback hint in `headers`, with the wall time of receipt.
-pub(crate) fn pushback(headers: &HeaderMap, received_at: SystemTime) -> Pushback {
+pub(super) fn pushback(headers: &HeaderMap, received_at: SystemTime) -> Pushback {
     Pushback::from_headers(
         |name| headers.get(name).map(HeaderValue::as_bytes),
         received_at,
@@ -20,17 +20,20 @@ pub(crate) fn pushback(headers: &HeaderMap, received_at: SystemTime) -> Pushback
 }
 
 /// Whether a request already carries an attempt number.
-pub(crate) fn is_marked(headers: &HeaderMap) -> bool {
+pub(super) fn is_marked(headers: &HeaderMap) -> bool {
     headers.contains_key(ATTEMPT)
 }
 
-/// Marks a request as attempt `attempt` with `remaining` left of its
-/// deadline, written as `grpc-timeout` in the one wire format
+/// Marks a request as attempt `attempt` with `forwarded_deadline` left of
+/// its deadline, written as `grpc-timeout` in the one wire format
 /// ([`shed_core::wire::format_grpc_timeout`]: rounded down, so the server is
 /// never promised more time than is left).
-pub(crate) fn mark(headers: &mut HeaderMap, attempt: u32, remaining: Duration) {
+pub(super) fn mark(headers: &mut HeaderMap, attempt: u32, forwarded_deadline: Duration) {
     headers.insert(ATTEMPT, HeaderValue::from(attempt));
-    headers.insert(forward::GRPC_TIMEOUT, forward::grpc_timeout(remaining));
+    headers.insert(
+        forward::GRPC_TIMEOUT,
+        forward::grpc_timeout(forwarded_deadline),
+    );
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! What the policy decided after an attempt, and why it stopped.
+//! What the retrier decided after an attempt, and why it stopped.
 //!
 //! ```
 //! use std::time::Duration;
@@ -23,9 +23,19 @@ use std::time::Duration;
 /// operation and why.
 ///
 /// ```
-/// use shed_core::retry::{Decision, Reason};
+/// use std::time::Duration;
+/// use shed_core::retry::{AttemptOutcome, Decision, Pushback, Replay, Retrier};
 ///
-/// assert!(!Decision::Stop(Reason::RetryBudget).is_retry());
+/// let retrier = Retrier::builder().build()?;
+/// let mut op = retrier.begin(Replay::Safe);
+/// match retrier.decide(&mut op, AttemptOutcome::Status(503), Pushback::Absent, Duration::ZERO) {
+///     Decision::Retry { attempt, delay } => {
+///         assert_eq!(attempt, 2);
+///         assert!(delay < Duration::from_millis(100), "within the first window");
+///     }
+///     Decision::Stop(reason) => panic!("a first 503 is retried, yet: {reason}"),
+/// }
+/// # Ok::<(), shed_core::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]

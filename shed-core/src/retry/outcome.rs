@@ -1,6 +1,6 @@
 //! How one attempt ended, as far as retrying is concerned.
 
-/// How one attempt ended: the input to [`RetryPolicy::decide`](super::RetryPolicy::decide).
+/// How one attempt ended: the input to [`Retrier::decide`](super::Retrier::decide).
 ///
 /// New kinds of ending (gRPC statuses, for one) may be added, so matches
 /// need a wildcard arm.

@@ -147,7 +147,9 @@ impl Pushback {
         wire::delay_ms(value).map_or(Self::Refuse, Self::bounded)
     }
 
-    /// Combines two hints: a refusal wins, otherwise the longer wait.
+    /// Combines two hints: a refusal wins, otherwise the longer wait. For
+    /// hints [`from_headers`](Self::from_headers) does not see, such as
+    /// ones read from gRPC trailers.
     ///
     /// ```
     /// use std::time::Duration;
