@@ -1,7 +1,7 @@
 //! Forwarding a deadline to the next hop: the `http` header value of
 //! [`shed_core::wire::format_grpc_timeout`], written the same way by the
 //! server half ([`Deadline`](crate::Deadline)) and the client half
-//! ([`ShedRetry`](crate::client::ShedRetry)).
+//! ([`ShedRetryLayer`](crate::client::ShedRetryLayer)).
 
 use std::time::Duration;
 

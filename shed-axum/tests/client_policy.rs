@@ -1,4 +1,4 @@
-//! `ShedRetry` as a tower retry policy, against a scripted service on tokio's
+//! `ShedRetryLayer` and its tower retry policy, against a scripted service on tokio's
 //! paused clock: no real waiting, and every instant is exact.
 
 use std::collections::VecDeque;
@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{HeaderMap, Method, Request, Response, StatusCode};
-use shed_axum::client::{ShedRetry, ShedRetryLayer};
-use shed_core::retry::{Reason, Replay, RetryBudget, RetryPolicy};
+use shed_axum::client::ShedRetryLayer;
+use shed_core::retry::{Reason, Replay, Retrier};
 use tokio::time::Instant;
 use tower::{service_fn, BoxError, Layer, ServiceExt};
 
@@ -62,17 +62,17 @@ fn response(status: u16, headers: &[(&'static str, &'static str)]) -> Response<S
     builder.body(String::new()).unwrap()
 }
 
-fn policy() -> RetryPolicy {
-    RetryPolicy::new(Arc::new(RetryBudget::default())).with_jitter(|| 0.5)
+fn retrier() -> Retrier {
+    Retrier::builder().jitter(|| 0.5).build().unwrap()
 }
 
-async fn call(policy: RetryPolicy, server: &Scripted, req: Request<String>) -> Response<String> {
+async fn call(retrier: Retrier, server: &Scripted, req: Request<String>) -> Response<String> {
     let server = server.clone();
     let transport = service_fn(move |req: Request<String>| {
         let answer = server.answer(&req);
         async move { Ok::<_, Infallible>(answer) }
     });
-    ShedRetryLayer::new(policy)
+    ShedRetryLayer::new(retrier)
         .layer(transport)
         .oneshot(req)
         .await
@@ -86,7 +86,7 @@ fn get() -> Request<String> {
 #[tokio::test(start_paused = true)]
 async fn retries_are_marked_carry_the_remaining_deadline_and_wait_out_the_pushback() {
     let server = Scripted::new([response(503, &[("retry-after", "1")])]);
-    let response = call(policy(), &server, get()).await;
+    let response = call(retrier(), &server, get()).await;
     assert_eq!(response.status(), 200);
 
     let seen = server.seen();
@@ -102,7 +102,7 @@ async fn retries_are_marked_carry_the_remaining_deadline_and_wait_out_the_pushba
 #[tokio::test(start_paused = true)]
 async fn without_pushback_the_retry_waits_the_jittered_backoff() {
     let server = Scripted::new([response(503, &[]), response(429, &[])]);
-    let response = call(policy(), &server, get()).await;
+    let response = call(retrier(), &server, get()).await;
     assert_eq!(response.status(), 200);
 
     let seen = server.seen();
@@ -118,24 +118,24 @@ async fn without_pushback_the_retry_waits_the_jittered_backoff() {
 
 #[tokio::test(start_paused = true)]
 async fn a_post_is_not_retried_unless_declared_safe() {
-    let policy = policy();
+    let retrier = retrier();
     let server = Scripted::new([response(503, &[])]);
     let post = Request::post("/").body(String::new()).unwrap();
-    assert_eq!(call(policy.clone(), &server, post).await.status(), 503);
+    assert_eq!(call(retrier.clone(), &server, post).await.status(), 503);
     assert_eq!(server.seen().len(), 1);
-    assert_eq!(policy.stats().denials(Reason::UnsafeOperation), 1);
+    assert_eq!(retrier.stats().denials(Reason::UnsafeOperation), 1);
 
     let server = Scripted::new([response(503, &[])]);
     let mut declared = Request::post("/").body(String::new()).unwrap();
     declared.extensions_mut().insert(Replay::Safe);
-    assert_eq!(call(policy, &server, declared).await.status(), 200);
+    assert_eq!(call(retrier, &server, declared).await.status(), 200);
     assert_eq!(server.seen().len(), 2);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_400_is_returned_without_a_retry() {
     let server = Scripted::new([response(400, &[])]);
-    assert_eq!(call(policy(), &server, get()).await.status(), 400);
+    assert_eq!(call(retrier(), &server, get()).await.status(), 400);
     assert_eq!(server.seen().len(), 1);
 }
 
@@ -143,17 +143,16 @@ async fn a_400_is_returned_without_a_retry() {
 async fn a_pushback_past_the_deadline_returns_the_rejection_at_once() {
     let server = Scripted::new([response(429, &[("retry-after", "2")])]);
     let started = Instant::now();
-    assert_eq!(call(policy(), &server, get()).await.status(), 429);
+    assert_eq!(call(retrier(), &server, get()).await.status(), 429);
     assert_eq!(started.elapsed(), Duration::ZERO);
     assert_eq!(server.seen().len(), 1);
 }
 
 #[tokio::test(start_paused = true)]
 async fn every_request_through_one_layer_draws_on_one_budget() {
-    let budget = Arc::new(RetryBudget::default());
-    let policy = RetryPolicy::new(Arc::clone(&budget)).with_jitter(|| 0.5);
+    let retrier = retrier();
     let server = Scripted::new(std::iter::repeat_with(|| response(503, &[])).take(1_000));
-    let layer = ShedRetryLayer::new(policy.clone());
+    let layer = ShedRetryLayer::new(retrier.clone());
     for _ in 0..100 {
         let server = server.clone();
         let transport = service_fn(move |req: Request<String>| {
@@ -164,8 +163,8 @@ async fn every_request_through_one_layer_draws_on_one_budget() {
         assert_eq!(response.status(), 503);
     }
     assert_eq!(server.seen().len(), 112);
-    assert_eq!(policy.stats().originals(), 100);
-    assert_eq!(policy.stats().retries(), 12);
+    assert_eq!(retrier.stats().originals(), 100);
+    assert_eq!(retrier.stats().retries(), 12);
 }
 
 #[tokio::test(start_paused = true)]
@@ -182,9 +181,8 @@ async fn connect_errors_are_retried_once_classified() {
         };
         async move { result }
     });
-    let retry = ShedRetry::new(policy())
-        .classify_errors(|err: &BoxError| shed_axum::client::is_connection_refused(err.as_ref()));
-    let response = ShedRetryLayer::from_policy(retry)
+    let response = ShedRetryLayer::new(retrier())
+        .classify_errors(|err: &BoxError| shed_axum::client::is_connection_refused(err.as_ref()))
         .layer(transport)
         .oneshot(
             Request::builder()

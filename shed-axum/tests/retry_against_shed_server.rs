@@ -16,7 +16,7 @@ use common::{full_shedder, get as get_request, hold_slot, text};
 use http::{Request, Response};
 use shed_axum::client::ShedRetryLayer;
 use shed_axum::{Admitted, ShedLayer, TokioClock};
-use shed_core::retry::{RetryBudget, RetryConfig, RetryPolicy};
+use shed_core::retry::Retrier;
 use shed_core::{Class, Rank, Shedder};
 use tokio::time::Instant;
 use tower::{service_fn, Layer, ServiceExt};
@@ -86,14 +86,15 @@ impl Wire {
     }
 }
 
-fn policy(deadline: Duration) -> RetryPolicy {
-    RetryPolicy::new(Arc::new(RetryBudget::default()))
-        .with_config(RetryConfig::default().with_deadline(deadline))
+fn retrier(deadline: Duration) -> Retrier {
+    Retrier::builder()
+        .deadline(deadline)
+        .jitter(|| 0.5)
+        .build()
         .unwrap()
-        .with_jitter(|| 0.5)
 }
 
-async fn call(wire: &Wire, policy: RetryPolicy) -> Response<String> {
+async fn call(wire: &Wire, retrier: Retrier) -> Response<String> {
     let transport = {
         let wire = wire.clone();
         service_fn(move |request: Request<String>| {
@@ -101,7 +102,7 @@ async fn call(wire: &Wire, policy: RetryPolicy) -> Response<String> {
             async move { Ok::<_, Infallible>(wire.send(request).await) }
         })
     };
-    ShedRetryLayer::new(policy)
+    ShedRetryLayer::new(retrier)
         .layer(transport)
         .oneshot(Request::get("/").body(String::new()).unwrap())
         .await
@@ -143,7 +144,7 @@ async fn a_refused_call_is_retried_with_the_marker_after_the_retry_after_it_was_
         .layer(ShedLayer::new(shedder.clone()));
     let wire = Wire::new(app);
 
-    let response = call(&wire, policy(Duration::from_secs(10))).await;
+    let response = call(&wire, retrier(Duration::from_secs(10))).await;
 
     assert_eq!(response.status(), 200);
     assert_eq!(response.body(), "attempt 2");
@@ -171,7 +172,7 @@ async fn a_pushback_longer_than_the_deadline_ends_the_call_with_the_refusal() {
     let wire = Wire::new(app);
 
     // Retry-After is at least 1 s; a 600 ms operation cannot wait for it.
-    let response = call(&wire, policy(Duration::from_millis(600))).await;
+    let response = call(&wire, retrier(Duration::from_millis(600))).await;
 
     assert_eq!(response.status(), 429);
     let log = wire.log();
@@ -218,7 +219,7 @@ async fn below_overload_the_clients_retry_that_waited_longer_is_served_before_a_
 
     let client = {
         let wire = wire.clone();
-        tokio::spawn(async move { call(&wire, policy(Duration::from_secs(30))).await })
+        tokio::spawn(async move { call(&wire, retrier(Duration::from_secs(30))).await })
     };
     // The original waits its 300 ms, is refused, and the client's retry comes back and waits.
     let retry_rank = Rank::of(Class::Interactive, 2);

@@ -8,21 +8,21 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shed_core::retry::{
-    Decision, Operation, Outcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy,
+    AttemptOutcome, Decision, Operation, Pushback, Reason, Replay, Retrier, RetryBudget,
 };
 
 /// One scripted attempt: how long the transport takes, and what it answers.
 #[derive(Clone)]
 struct Step {
     latency: Duration,
-    outcome: Outcome,
+    outcome: AttemptOutcome,
     headers: Vec<(&'static str, &'static str)>,
 }
 
 fn answer(latency_ms: u64, status: u16) -> Step {
     Step {
         latency: Duration::from_millis(latency_ms),
-        outcome: Outcome::Status(status),
+        outcome: AttemptOutcome::Status(status),
         headers: Vec::new(),
     }
 }
@@ -39,7 +39,7 @@ impl Step {
 struct Run {
     attempts: u32,
     finished_at: Duration,
-    outcome: Outcome,
+    outcome: AttemptOutcome,
     reason: Reason,
 }
 
@@ -48,21 +48,21 @@ fn wall_clock_at_start() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_767_225_600)
 }
 
-fn policy_with(budget: Arc<RetryBudget>) -> RetryPolicy {
-    RetryPolicy::new(budget).with_jitter(|| 0.5)
+fn retrier_with(budget: Arc<RetryBudget>) -> Retrier {
+    Retrier::builder()
+        .budget(budget)
+        .jitter(|| 0.5)
+        .build()
+        .unwrap()
 }
 
-fn policy() -> RetryPolicy {
-    policy_with(Arc::new(RetryBudget::default()))
+fn retrier() -> Retrier {
+    retrier_with(Arc::new(RetryBudget::default()))
 }
 
 /// Runs one operation against `script` on a manual clock starting at zero:
 /// each attempt advances the clock by its latency, each retry by its delay.
-fn simulate(
-    policy: &RetryPolicy,
-    mut op: Operation,
-    script: impl IntoIterator<Item = Step>,
-) -> Run {
+fn simulate(retrier: &Retrier, mut op: Operation, script: impl IntoIterator<Item = Step>) -> Run {
     let mut now = Duration::ZERO;
     let mut attempts = 1;
     for step in script {
@@ -74,7 +74,7 @@ fn simulate(
                 .map(|(_, value)| value.as_bytes())
         };
         let pushback = Pushback::from_headers(lookup, wall_clock_at_start() + now);
-        match policy.decide(&mut op, step.outcome, pushback, now) {
+        match retrier.decide(&mut op, step.outcome, pushback, now) {
             Decision::Retry { attempt, delay } => {
                 attempts += 1;
                 assert_eq!(attempt, attempts, "attempts are numbered in order");
@@ -95,10 +95,10 @@ fn simulate(
 
 #[test]
 fn backoff_then_pushback_floor_succeeds_on_the_third_attempt_at_1140_ms() {
-    let policy = policy();
+    let retrier = retrier();
     let run = simulate(
-        &policy,
-        policy.begin(Replay::Safe),
+        &retrier,
+        retrier.begin(Replay::Safe),
         [
             answer(40, 503),
             answer(30, 429).with_header("Retry-After", "1"),
@@ -111,20 +111,20 @@ fn backoff_then_pushback_floor_succeeds_on_the_third_attempt_at_1140_ms() {
         Run {
             attempts: 3,
             finished_at: Duration::from_millis(1_140),
-            outcome: Outcome::Status(200),
-            reason: Reason::Ok,
+            outcome: AttemptOutcome::Status(200),
+            reason: Reason::Succeeded,
         }
     );
 }
 
 #[test]
 fn pushback_longer_than_the_deadline_ends_the_operation_at_once() {
-    let policy = policy();
-    let op = policy
+    let retrier = retrier();
+    let op = retrier
         .begin(Replay::Safe)
         .with_deadline(Duration::from_millis(1_000));
     let run = simulate(
-        &policy,
+        &retrier,
         op,
         [
             answer(10, 429).with_header("Retry-After", "2"),
@@ -134,15 +134,15 @@ fn pushback_longer_than_the_deadline_ends_the_operation_at_once() {
     assert_eq!(run.attempts, 1);
     assert_eq!(run.reason, Reason::Deadline);
     assert_eq!(run.finished_at, Duration::from_millis(10), "no waiting");
-    assert_eq!(policy.budget().balance_tenths(), 21, "no credit taken");
+    assert_eq!(retrier.budget().balance_tenths(), 21, "no credit taken");
 }
 
 #[test]
 fn a_400_is_not_retried() {
-    let policy = policy();
+    let retrier = retrier();
     let run = simulate(
-        &policy,
-        policy.begin(Replay::Safe),
+        &retrier,
+        retrier.begin(Replay::Safe),
         [answer(5, 400), answer(5, 200)],
     );
     assert_eq!((run.attempts, run.reason), (1, Reason::TerminalStatus));
@@ -150,10 +150,10 @@ fn a_400_is_not_retried() {
 
 #[test]
 fn a_503_on_an_operation_not_declared_safe_is_not_retried() {
-    let policy = policy();
+    let retrier = retrier();
     let run = simulate(
-        &policy,
-        policy.begin(Replay::Unsafe),
+        &retrier,
+        retrier.begin(Replay::Unsafe),
         [answer(5, 503), answer(5, 200)],
     );
     assert_eq!((run.attempts, run.reason), (1, Reason::UnsafeOperation));
@@ -161,10 +161,10 @@ fn a_503_on_an_operation_not_declared_safe_is_not_retried() {
 
 #[test]
 fn the_attempt_cap_stops_the_third_failure() {
-    let policy = policy();
+    let retrier = retrier();
     let run = simulate(
-        &policy,
-        policy.begin(Replay::Safe),
+        &retrier,
+        retrier.begin(Replay::Safe),
         std::iter::repeat(answer(1, 503)),
     );
     assert_eq!((run.attempts, run.reason), (3, Reason::AttemptCap));
@@ -172,10 +172,10 @@ fn the_attempt_cap_stops_the_third_failure() {
 
 #[test]
 fn a_negative_grpc_pushback_refuses_the_retry() {
-    let policy = policy();
+    let retrier = retrier();
     let run = simulate(
-        &policy,
-        policy.begin(Replay::Safe),
+        &retrier,
+        retrier.begin(Replay::Safe),
         [
             answer(5, 503).with_header("grpc-retry-pushback-ms", "-1"),
             answer(5, 200),
@@ -186,10 +186,10 @@ fn a_negative_grpc_pushback_refuses_the_retry() {
 
 #[test]
 fn an_overflowing_retry_after_refuses_instead_of_retrying_at_once() {
-    let policy = policy();
+    let retrier = retrier();
     let run = simulate(
-        &policy,
-        policy.begin(Replay::Safe),
+        &retrier,
+        retrier.begin(Replay::Safe),
         [
             answer(5, 503).with_header("Retry-After", "999999999999999999999"),
             answer(5, 200),
@@ -200,35 +200,35 @@ fn an_overflowing_retry_after_refuses_instead_of_retrying_at_once() {
 
 #[test]
 fn a_connect_error_is_retried() {
-    let policy = policy();
+    let retrier = retrier();
     let refused = Step {
         latency: Duration::from_millis(1),
-        outcome: Outcome::ConnectError,
+        outcome: AttemptOutcome::ConnectError,
         headers: Vec::new(),
     };
     let run = simulate(
-        &policy,
-        policy.begin(Replay::Safe),
+        &retrier,
+        retrier.begin(Replay::Safe),
         [refused, answer(10, 200)],
     );
-    assert_eq!((run.attempts, run.reason), (2, Reason::Ok));
+    assert_eq!((run.attempts, run.reason), (2, Reason::Succeeded));
     assert_eq!(run.finished_at, Duration::from_millis(1 + 50 + 10));
 }
 
 #[test]
 fn a_retry_that_would_start_inside_the_minimum_window_is_not_sent() {
-    let policy = policy();
+    let retrier = retrier();
     // A 503 at 1,360 ms: a 50 ms backoff starts at 1,410 ms, leaving 40 ms
     // before 1,450 ms (deadline less reserve): enough. At 1,390 ms it is not.
     let in_time = simulate(
-        &policy,
-        policy.begin(Replay::Safe),
+        &retrier,
+        retrier.begin(Replay::Safe),
         [answer(1_360, 503), answer(1, 200)],
     );
-    assert_eq!(in_time.reason, Reason::Ok);
+    assert_eq!(in_time.reason, Reason::Succeeded);
     let too_late = simulate(
-        &policy,
-        policy.begin(Replay::Safe),
+        &retrier,
+        retrier.begin(Replay::Safe),
         [answer(1_390, 503), answer(1, 200)],
     );
     assert_eq!((too_late.attempts, too_late.reason), (1, Reason::Deadline));
@@ -239,10 +239,10 @@ fn a_retry_that_would_start_inside_the_minimum_window_is_not_sent() {
 fn outage(budget_for_each_operation: impl Fn() -> Arc<RetryBudget>) -> u32 {
     (0..100)
         .map(|_| {
-            let policy = policy_with(budget_for_each_operation());
+            let retrier = retrier_with(budget_for_each_operation());
             simulate(
-                &policy,
-                policy.begin(Replay::Safe),
+                &retrier,
+                retrier.begin(Replay::Safe),
                 std::iter::repeat(answer(1, 503)),
             )
             .attempts
@@ -265,15 +265,15 @@ fn per_operation_budgets_would_allow_300_attempts_in_the_same_outage() {
 
 #[test]
 fn counters_report_originals_retries_and_denials_by_reason() {
-    let policy = policy();
+    let retrier = retrier();
     for _ in 0..100 {
         simulate(
-            &policy,
-            policy.begin(Replay::Safe),
+            &retrier,
+            retrier.begin(Replay::Safe),
             std::iter::repeat(answer(1, 503)),
         );
     }
-    let stats = policy.stats();
+    let stats = retrier.stats();
     assert_eq!(stats.originals(), 100);
     assert_eq!(stats.retries(), 12);
     assert_eq!(
@@ -287,8 +287,23 @@ fn counters_report_originals_retries_and_denials_by_reason() {
 
 #[test]
 fn successes_are_not_denials() {
-    let policy = policy();
-    simulate(&policy, policy.begin(Replay::Safe), [answer(1, 200)]);
-    assert_eq!(policy.stats().total_denials(), 0);
-    assert_eq!(policy.stats().denials(Reason::Ok), 0);
+    let retrier = retrier();
+    simulate(&retrier, retrier.begin(Replay::Safe), [answer(1, 200)]);
+    assert_eq!(retrier.stats().total_denials(), 0);
+    assert_eq!(retrier.stats().denials(Reason::Succeeded), 0);
+}
+
+#[test]
+fn a_granted_retry_is_counted_as_a_retry_and_not_as_a_denial() {
+    let retrier = retrier();
+    let mut op = retrier.begin(Replay::Safe);
+    let decision = retrier.decide(
+        &mut op,
+        AttemptOutcome::Status(503),
+        Pushback::Absent,
+        Duration::ZERO,
+    );
+    assert!(matches!(decision, Decision::Retry { attempt: 2, .. }));
+    assert_eq!(retrier.stats().retries(), 1);
+    assert_eq!(retrier.stats().total_denials(), 0);
 }

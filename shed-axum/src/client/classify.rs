@@ -5,10 +5,11 @@ use std::error::Error;
 use std::io;
 
 /// Decides whether a transport error means the request never reached the
-/// server. Implemented by every `Fn(&E) -> bool`.
+/// server. Implemented by every `Fn(&E) -> bool`; given to
+/// [`ShedRetryLayer::classify_errors`](super::ShedRetryLayer::classify_errors).
 ///
-/// tower's error types differ from client to client, so the policy asks this
-/// instead of guessing. With hyper-util's legacy client, for instance, pass
+/// tower's error types differ from client to client, so the retry policy
+/// asks this instead of guessing. With hyper-util's legacy client, for instance, pass
 /// `|err: &hyper_util::client::legacy::Error| err.is_connect()`.
 ///
 /// ```

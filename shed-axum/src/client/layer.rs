@@ -1,35 +1,53 @@
-//! The layer that puts shed's retry policy around an HTTP client service.
+//! The layer that puts a [`Retrier`] around an HTTP client service.
 
-use std::task::{Context, Poll};
-
-use http::header::HeaderName;
-use http::Request;
-use shed_core::retry::RetryPolicy;
-use shed_core::wire::ATTEMPT_HEADER;
+use shed_core::retry::Retrier;
 use tower::retry::Retry;
-use tower::{Layer, Service};
+use tower::Layer;
 
 use super::classify::NoConnectErrors;
-use super::{headers, ShedRetry};
+use super::{MarkOriginal, ShedRetryPolicy};
 
-/// Wraps a client service in [`tower::retry::Retry`] with a [`ShedRetry`]
-/// policy, and marks originals (`shed-attempt: 1` and the whole deadline
-/// less the response reserve as `grpc-timeout`) on their way in.
+/// Retries the calls of an HTTP client service as a [`Retrier`] decides,
+/// marking every attempt: `shed-attempt: N`, and what is left of the
+/// operation's deadline as `grpc-timeout`, so a shed server sheds retries
+/// first and refuses what cannot finish in time. Each retry waits at least
+/// the server's pushback.
 ///
-/// Build the layer once per client: the budget in its [`RetryPolicy`] is
-/// shared by every service it makes and every request they send.
+/// The service it makes is [`tower::retry::Retry`] with a
+/// [`ShedRetryPolicy`], around a [`MarkOriginal`] around the client service.
+/// Build the layer once per client: its retrier's budget is shared by every
+/// service it makes and every request they send.
+///
+/// # Which requests are retried
+///
+/// A request is replayed only if declared safe: by a
+/// [`Replay`](shed_core::retry::Replay) request extension, or failing that
+/// by an idempotent method (`GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`,
+/// `DELETE`; RFC 9110 section 9.2.2). `POST` and `PATCH` are never retried
+/// unless the request carries `Replay::Safe`. Errors are retried only when
+/// the classifier says they are connect errors
+/// ([`classify_errors`](Self::classify_errors)).
+///
+/// # Request bodies
+///
+/// Retrying resends the request, so the body must be `Clone` (`String`,
+/// `Bytes`, `http_body_util::Full<Bytes>`...). Buffer a streaming body into
+/// one of those before the retry layer.
+///
+/// # Panics
+///
+/// The delay before a retry is a [`tokio::time::Sleep`]: retrying needs a
+/// tokio runtime with time enabled, as [`tokio::time::sleep`] does.
 ///
 /// ```
-/// use std::sync::Arc;
 /// use shed_axum::client::ShedRetryLayer;
-/// use shed_core::retry::{RetryBudget, RetryPolicy};
+/// use shed_core::retry::Retrier;
 /// use tower::{service_fn, ServiceBuilder, ServiceExt};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// let policy = RetryPolicy::new(Arc::new(RetryBudget::default()));
+/// # async fn main() -> Result<(), shed_core::ConfigError> {
 /// let client = ServiceBuilder::new()
-///     .layer(ShedRetryLayer::new(policy))
+///     .layer(ShedRetryLayer::new(Retrier::builder().build()?))
 ///     .service(service_fn(|req: http::Request<String>| async move {
 ///         assert_eq!(req.headers()["shed-attempt"], "1");
 ///         assert_eq!(req.headers()["grpc-timeout"], "1450000u");
@@ -37,104 +55,54 @@ use super::{headers, ShedRetry};
 ///     }));
 /// let response = client.oneshot(http::Request::new(String::new())).await.unwrap();
 /// assert_eq!(response.status(), 200);
+/// # Ok(())
 /// # }
 /// ```
 #[derive(Debug, Clone)]
 pub struct ShedRetryLayer<C = NoConnectErrors> {
-    policy: ShedRetry<C>,
+    retrier: Retrier,
+    classify: C,
 }
 
 impl ShedRetryLayer {
-    /// A layer following `policy`.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use shed_axum::client::ShedRetryLayer;
-    /// use shed_core::retry::{RetryBudget, RetryPolicy};
-    ///
-    /// let layer = ShedRetryLayer::new(RetryPolicy::new(Arc::new(RetryBudget::default())));
-    /// # let _ = layer;
-    /// ```
-    #[must_use]
-    pub fn new(policy: RetryPolicy) -> Self {
-        Self::from_policy(ShedRetry::new(policy))
+    /// A layer retrying as `retrier` decides, treating no transport error
+    /// as a connect error.
+    pub fn new(retrier: Retrier) -> Self {
+        Self {
+            retrier,
+            classify: NoConnectErrors,
+        }
     }
 }
 
 impl<C> ShedRetryLayer<C> {
-    /// A layer using a configured [`ShedRetry`] (with an error classifier,
-    /// for instance).
+    /// Uses `classify` to recognise connect errors (the request never
+    /// reached the server), which are then retried if the retrier's
+    /// retryable set includes them, as it does by default.
     ///
     /// ```
-    /// use std::sync::Arc;
-    /// use shed_axum::client::{is_connection_refused, ShedRetry, ShedRetryLayer};
-    /// use shed_core::retry::{RetryBudget, RetryPolicy};
+    /// use shed_axum::client::{is_connection_refused, ShedRetryLayer};
+    /// use shed_core::retry::Retrier;
     ///
-    /// let policy = ShedRetry::new(RetryPolicy::new(Arc::new(RetryBudget::default())))
+    /// let layer = ShedRetryLayer::new(Retrier::builder().build()?)
     ///     .classify_errors(|err: &tower::BoxError| is_connection_refused(err.as_ref()));
-    /// let layer = ShedRetryLayer::from_policy(policy);
     /// # let _ = layer;
+    /// # Ok::<(), shed_core::ConfigError>(())
     /// ```
-    #[must_use]
-    pub fn from_policy(policy: ShedRetry<C>) -> Self {
-        Self { policy }
+    pub fn classify_errors<D>(self, classify: D) -> ShedRetryLayer<D> {
+        ShedRetryLayer {
+            retrier: self.retrier,
+            classify,
+        }
     }
 }
 
 impl<S, C: Clone> Layer<S> for ShedRetryLayer<C> {
-    type Service = Retry<ShedRetry<C>, MarkOriginal<S>>;
+    type Service = Retry<ShedRetryPolicy<C>, MarkOriginal<S>>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let config = self.policy.policy().config();
-        let mark = MarkOriginal {
-            inner,
-            remaining: config.deadline().saturating_sub(config.response_reserve()),
-        };
-        Retry::new(self.policy.clone(), mark)
-    }
-}
-
-/// Marks requests that carry no `shed-attempt` header as originals: attempt
-/// 1, with the operation's whole deadline less the response reserve as
-/// `grpc-timeout`. Retries, already marked by [`ShedRetry`], pass untouched.
-///
-/// Made by [`ShedRetryLayer`]; the future is the inner service's own.
-///
-/// ```
-/// use std::sync::Arc;
-/// use shed_axum::client::{MarkOriginal, ShedRetryLayer};
-/// use shed_core::retry::{RetryBudget, RetryPolicy};
-/// use tower::{service_fn, Layer};
-///
-/// let layer = ShedRetryLayer::new(RetryPolicy::new(Arc::new(RetryBudget::default())));
-/// let service = layer.layer(service_fn(|_req: http::Request<String>| async {
-///     Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
-/// }));
-/// let _inner: &MarkOriginal<_> = service.get_ref();
-/// ```
-#[derive(Debug, Clone)]
-pub struct MarkOriginal<S> {
-    inner: S,
-    remaining: std::time::Duration,
-}
-
-impl<S, B> Service<Request<B>> for MarkOriginal<S>
-where
-    S: Service<Request<B>>,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        let name = HeaderName::from_static(ATTEMPT_HEADER);
-        if !req.headers().contains_key(&name) {
-            headers::mark(req.headers_mut(), 1, self.remaining);
-        }
-        self.inner.call(req)
+        let mark = MarkOriginal::new(inner, self.retrier.forwarded_deadline());
+        let policy = ShedRetryPolicy::new(self.retrier.clone(), self.classify.clone());
+        Retry::new(policy, mark)
     }
 }

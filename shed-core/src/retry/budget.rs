@@ -23,7 +23,10 @@ pub const EARN_TENTHS: u64 = 1;
 pub const RETRY_COST_TENTHS: u64 = 10;
 
 /// A token bucket of retries, counted in integer tenths, shared by every
-/// operation of a client (wrap it in an [`Arc`](std::sync::Arc)).
+/// operation of a client: a [`Retrier`](super::Retrier) holds one in an
+/// [`Arc`](std::sync::Arc), which
+/// [`RetrierBuilder::budget`](super::RetrierBuilder::budget) shares with
+/// other retriers.
 ///
 /// Every admitted original [deposits](Self::deposit) one tenth; every retry
 /// [withdraws](Self::try_withdraw) ten. The balance starts at
@@ -80,7 +83,10 @@ impl RetryBudget {
     ///
     /// let budget = RetryBudget::new(1, 3);
     /// assert_eq!(budget.balance_tenths(), 10);
-    /// assert_eq!(budget.cap_tenths(), 30);
+    /// for _ in 0..100 {
+    ///     budget.deposit();
+    /// }
+    /// assert_eq!(budget.balance_tenths(), 30, "three retries at most");
     /// ```
     #[must_use]
     pub fn new(initial_retries: u32, max_retries: u32) -> Self {
@@ -95,7 +101,8 @@ impl RetryBudget {
 
     /// Credits one admitted original with [`EARN_TENTHS`], up to the cap.
     ///
-    /// Call it once per original that was actually sent; never for retries,
+    /// Call it once per original that was actually sent (as
+    /// [`Retrier::begin`](super::Retrier::begin) does); never for retries,
     /// and never for work refused before it was sent.
     ///
     /// ```
@@ -148,24 +155,12 @@ impl RetryBudget {
     }
 
     /// The balance the budget started with, in tenths.
-    ///
-    /// ```
-    /// use shed_core::retry::RetryBudget;
-    ///
-    /// assert_eq!(RetryBudget::new(3, 5).initial_tenths(), 30);
-    /// ```
     #[must_use]
     pub fn initial_tenths(&self) -> u64 {
         self.initial
     }
 
     /// The most the balance can hold, in tenths.
-    ///
-    /// ```
-    /// use shed_core::retry::RetryBudget;
-    ///
-    /// assert_eq!(RetryBudget::default().cap_tenths(), 40);
-    /// ```
     #[must_use]
     pub fn cap_tenths(&self) -> u64 {
         self.cap

@@ -1,56 +1,59 @@
-//! What the policy decided after an attempt, and why.
+//! What the retrier decided after an attempt, and why it stopped.
 //!
 //! ```
 //! use std::time::Duration;
 //! use shed_core::retry::{Decision, Reason};
 //!
+//! // A granted retry says when; only a stop has a reason.
+//! fn describe(decision: Decision) -> String {
+//!     match decision {
+//!         Decision::Retry { attempt, delay } => format!("attempt {attempt} in {delay:?}"),
+//!         Decision::Stop(reason) => format!("stopped: {reason}"),
+//!     }
+//! }
 //! let retry = Decision::Retry { attempt: 2, delay: Duration::from_millis(50) };
-//! assert_eq!(retry.reason(), Reason::Ok);
-//! assert_eq!(Decision::Stop(Reason::Deadline).reason(), Reason::Deadline);
+//! assert_eq!(describe(retry), "attempt 2 in 50ms");
+//! assert_eq!(describe(Decision::Stop(Reason::Deadline)), "stopped: deadline");
 //! ```
 
 use std::fmt;
 use std::time::Duration;
 
-/// The verdict on one attempt's outcome.
+/// The verdict on one attempt's outcome: another attempt, or the end of the
+/// operation and why.
 ///
 /// ```
-/// use shed_core::retry::{Decision, Reason};
+/// use std::time::Duration;
+/// use shed_core::retry::{AttemptOutcome, Decision, Pushback, Replay, Retrier};
 ///
-/// assert!(!Decision::Stop(Reason::RetryBudget).is_retry());
+/// let retrier = Retrier::builder().build()?;
+/// let mut op = retrier.begin(Replay::Safe);
+/// match retrier.decide(&mut op, AttemptOutcome::Status(503), Pushback::Absent, Duration::ZERO) {
+///     Decision::Retry { attempt, delay } => {
+///         assert_eq!(attempt, 2);
+///         assert!(delay < Duration::from_millis(100), "within the first window");
+///     }
+///     Decision::Stop(reason) => panic!("a first 503 is retried, yet: {reason}"),
+/// }
+/// # Ok::<(), shed_core::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
 pub enum Decision {
-    /// Send attempt number `attempt` after waiting `delay`. The retry's
-    /// credit has already been taken from the budget.
+    /// Retry granted: send attempt number `attempt` after waiting `delay`.
+    /// The retry's credit has already been taken from the budget.
     Retry {
         /// The number of the attempt to send: 2 for the first retry.
         attempt: u32,
         /// How long to wait before sending it.
         delay: Duration,
     },
-    /// Return the last outcome to the caller. [`Reason::Ok`] when the
-    /// attempt succeeded; otherwise why no retry follows.
+    /// Return the last outcome to the caller: [`Reason::Succeeded`] when
+    /// the attempt succeeded, otherwise why no retry follows.
     Stop(Reason),
 }
 
 impl Decision {
-    /// Why: [`Reason::Ok`] for a retry or a success, otherwise the denial.
-    ///
-    /// ```
-    /// use shed_core::retry::{Decision, Reason};
-    ///
-    /// assert_eq!(Decision::Stop(Reason::Ok).reason(), Reason::Ok);
-    /// ```
-    #[must_use]
-    pub fn reason(&self) -> Reason {
-        match *self {
-            Self::Retry { .. } => Reason::Ok,
-            Self::Stop(reason) => reason,
-        }
-    }
-
     /// Whether another attempt follows.
     ///
     /// ```
@@ -65,7 +68,11 @@ impl Decision {
     }
 }
 
-/// The reason carried by every [`Decision`].
+/// Why an operation stopped: it succeeded, or a retry was denied.
+///
+/// New reasons may be added, so matches need a wildcard arm;
+/// [`Reason::ALL`] lists them (for metrics, with
+/// [`RetryStats::denials`](super::RetryStats::denials)).
 ///
 /// ```
 /// use shed_core::retry::Reason;
@@ -74,9 +81,10 @@ impl Decision {
 /// assert_eq!(Reason::ALL.len(), 7);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Reason {
-    /// Retry granted, or the attempt succeeded and nothing needs retrying.
-    Ok,
+    /// The attempt succeeded: nothing to retry. Not a denial.
+    Succeeded,
     /// The failure is not in the retryable set (a 4xx, a 500, an error after
     /// the request was sent).
     TerminalStatus,
@@ -96,7 +104,7 @@ pub enum Reason {
 impl Reason {
     /// Every reason, in declaration order.
     pub const ALL: [Self; 7] = [
-        Self::Ok,
+        Self::Succeeded,
         Self::TerminalStatus,
         Self::UnsafeOperation,
         Self::AttemptCap,
@@ -115,7 +123,7 @@ impl Reason {
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
-            Self::Ok => "ok",
+            Self::Succeeded => "succeeded",
             Self::TerminalStatus => "terminal_status",
             Self::UnsafeOperation => "unsafe_operation",
             Self::AttemptCap => "attempt_cap",

@@ -2,52 +2,19 @@
 //! to replay, and the failure must be in a narrow transient set.
 //!
 //! ```
-//! use shed_core::retry::{Outcome, RetryableSet};
+//! use shed_core::retry::{AttemptOutcome, RetryableSet};
 //!
 //! let retryable = RetryableSet::default(); // 429, 503, 504, connect errors
-//! assert!(retryable.contains(Outcome::Status(503)));
-//! assert!(retryable.contains(Outcome::ConnectError));
-//! assert!(!retryable.contains(Outcome::Status(400)));
-//! assert!(!retryable.contains(Outcome::Status(500)));
+//! assert!(retryable.contains(AttemptOutcome::Status(503)));
+//! assert!(retryable.contains(AttemptOutcome::ConnectError));
+//! assert!(!retryable.contains(AttemptOutcome::Status(400)));
+//! assert!(!retryable.contains(AttemptOutcome::Status(500)));
 //! ```
 
 use std::fmt;
 
-/// How one attempt ended, as far as retrying is concerned.
-///
-/// ```
-/// use shed_core::retry::Outcome;
-///
-/// assert!(Outcome::Status(204).is_success());
-/// assert!(!Outcome::Status(503).is_success());
-/// assert!(!Outcome::ConnectError.is_success());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// A response with this HTTP status code arrived.
-    Status(u16),
-    /// The request never reached the server (connection refused, no route,
-    /// DNS failure): always safe to send again.
-    ConnectError,
-    /// Any other transport error (reset, timeout after sending): the server
-    /// may have acted on the request, so it is not retried.
-    OtherError,
-}
-
-impl Outcome {
-    /// Whether the attempt succeeded: a status below 400.
-    ///
-    /// ```
-    /// use shed_core::retry::Outcome;
-    ///
-    /// assert!(Outcome::Status(304).is_success());
-    /// assert!(!Outcome::Status(429).is_success());
-    /// ```
-    #[must_use]
-    pub fn is_success(self) -> bool {
-        matches!(self, Self::Status(code) if code < 400)
-    }
-}
+use super::AttemptOutcome;
+use crate::ConfigError;
 
 /// Whether the caller declared an operation safe to send more than once.
 ///
@@ -69,110 +36,84 @@ pub enum Replay {
 }
 
 /// The failures that may be retried: a set of 4xx/5xx statuses, plus
-/// connect errors. By default 429, 503, 504 and connect errors.
+/// connect errors. By default 429, 503, 504 and connect errors. Given to
+/// [`RetrierBuilder::retryable`](super::RetrierBuilder::retryable), which
+/// checks it.
 ///
-/// Among 4xx statuses only 408 and 429 can be added: any other 4xx says the
-/// request itself is wrong, and sending it again cannot help.
+/// Among 4xx statuses only 408 and 429 can be retried: any other 4xx says
+/// the request itself is wrong, and sending it again cannot help.
 ///
 /// ```
-/// use shed_core::retry::{Outcome, RetryableSet};
+/// use shed_core::retry::{AttemptOutcome, Retrier, RetryableSet};
 ///
-/// let set = RetryableSet::empty().with_status(502).unwrap();
-/// assert!(set.contains(Outcome::Status(502)));
-/// assert!(RetryableSet::empty().with_status(404).is_err());
+/// let retryable = RetryableSet::default().add_status(502).remove_status(504);
+/// assert!(retryable.contains(AttemptOutcome::Status(502)));
+/// assert!(!retryable.contains(AttemptOutcome::Status(504)));
+///
+/// let error = Retrier::builder()
+///     .retryable(RetryableSet::empty().add_status(404))
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(error.setting(), "retryable");
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RetryableSet {
     /// Bit `code - 400` is set for each retryable status in 400..=599.
     statuses: [u64; 4],
     connect_errors: bool,
+    /// The first status added that can never be retried, for the builder
+    /// to refuse.
+    refused: Option<u16>,
 }
-
-/// The error of [`RetryableSet::with_status`]: the status can never be
-/// retried.
-///
-/// ```
-/// use shed_core::retry::RetryableSet;
-///
-/// let err = RetryableSet::empty().with_status(403).unwrap_err();
-/// assert_eq!(err.status(), 403);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotRetryable(u16);
-
-impl NotRetryable {
-    /// The status that was refused.
-    ///
-    /// ```
-    /// use shed_core::retry::RetryableSet;
-    ///
-    /// assert_eq!(RetryableSet::empty().with_status(200).unwrap_err().status(), 200);
-    /// ```
-    #[must_use]
-    pub fn status(self) -> u16 {
-        self.0
-    }
-}
-
-impl fmt::Display for NotRetryable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "status {} cannot be retried: only 408, 429 and 5xx can",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for NotRetryable {}
 
 impl RetryableSet {
     /// Nothing is retryable.
     ///
     /// ```
-    /// use shed_core::retry::{Outcome, RetryableSet};
+    /// use shed_core::retry::{AttemptOutcome, RetryableSet};
     ///
-    /// assert!(!RetryableSet::empty().contains(Outcome::ConnectError));
+    /// let only_connect_errors = RetryableSet::empty().connect_errors(true);
+    /// assert!(!only_connect_errors.contains(AttemptOutcome::Status(503)));
     /// ```
     #[must_use]
     pub const fn empty() -> Self {
         Self {
             statuses: [0; 4],
             connect_errors: false,
+            refused: None,
         }
     }
 
-    /// Adds a status: 408, 429 or 5xx.
-    ///
-    /// # Errors
-    ///
-    /// [`NotRetryable`] for any other status, which the set leaves unchanged.
+    /// Adds a status: 408, 429 or 5xx. Any other status is never retried,
+    /// and makes [`RetrierBuilder::build`](super::RetrierBuilder::build)
+    /// fail, naming it.
     ///
     /// ```
-    /// use shed_core::retry::{Outcome, RetryableSet};
+    /// use shed_core::retry::{AttemptOutcome, RetryableSet};
     ///
-    /// let set = RetryableSet::default().with_status(502)?;
-    /// assert!(set.contains(Outcome::Status(502)));
-    /// # Ok::<(), shed_core::retry::NotRetryable>(())
+    /// let retryable = RetryableSet::default().add_status(502);
+    /// assert!(retryable.contains(AttemptOutcome::Status(502)));
     /// ```
-    pub fn with_status(mut self, status: u16) -> Result<Self, NotRetryable> {
-        if !matches!(status, 408 | 429 | 500..=599) {
-            return Err(NotRetryable(status));
+    #[must_use]
+    pub fn add_status(mut self, status: u16) -> Self {
+        if matches!(status, 408 | 429 | 500..=599) {
+            self.insert(status);
+        } else {
+            self.refused = self.refused.or(Some(status));
         }
-        self.insert(status);
-        Ok(self)
+        self
     }
 
     /// Removes a status (a no-op if absent).
     ///
     /// ```
-    /// use shed_core::retry::{Outcome, RetryableSet};
+    /// use shed_core::retry::{AttemptOutcome, RetryableSet};
     ///
-    /// let set = RetryableSet::default().without_status(504);
-    /// assert!(!set.contains(Outcome::Status(504)));
+    /// let retryable = RetryableSet::default().remove_status(504);
+    /// assert!(!retryable.contains(AttemptOutcome::Status(504)));
     /// ```
     #[must_use]
-    pub fn without_status(mut self, status: u16) -> Self {
+    pub fn remove_status(mut self, status: u16) -> Self {
         if let Some(bit) = Self::bit(status) {
             self.statuses[bit / 64] &= !(1 << (bit % 64));
         }
@@ -182,34 +123,39 @@ impl RetryableSet {
     /// Sets whether connect errors are retried.
     ///
     /// ```
-    /// use shed_core::retry::{Outcome, RetryableSet};
+    /// use shed_core::retry::{AttemptOutcome, RetryableSet};
     ///
-    /// let set = RetryableSet::default().with_connect_errors(false);
-    /// assert!(!set.contains(Outcome::ConnectError));
+    /// let retryable = RetryableSet::default().connect_errors(false);
+    /// assert!(!retryable.contains(AttemptOutcome::ConnectError));
     /// ```
     #[must_use]
-    pub const fn with_connect_errors(mut self, retry: bool) -> Self {
+    pub const fn connect_errors(mut self, retry: bool) -> Self {
         self.connect_errors = retry;
         self
     }
 
     /// Whether `outcome` may be retried. Successes never are.
-    ///
-    /// ```
-    /// use shed_core::retry::{Outcome, RetryableSet};
-    ///
-    /// let set = RetryableSet::default();
-    /// assert!(set.contains(Outcome::Status(429)));
-    /// assert!(!set.contains(Outcome::Status(200)));
-    /// assert!(!set.contains(Outcome::OtherError));
-    /// ```
     #[must_use]
-    pub fn contains(&self, outcome: Outcome) -> bool {
+    pub fn contains(&self, outcome: AttemptOutcome) -> bool {
         match outcome {
-            Outcome::Status(status) => Self::bit(status)
+            AttemptOutcome::Status(status) => Self::bit(status)
                 .is_some_and(|bit| self.statuses[bit / 64] & (1 << (bit % 64)) != 0),
-            Outcome::ConnectError => self.connect_errors,
-            Outcome::OtherError => false,
+            AttemptOutcome::ConnectError => self.connect_errors,
+            AttemptOutcome::OtherError => false,
+        }
+    }
+
+    /// Refuses a set to which a status that is never retried was added.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        match self.refused {
+            Some(status) => Err(ConfigError::new(
+                "retryable",
+                format!(
+                    "adds status {status}, which is never retried; add only 408, 429 or 5xx \
+                     (any other 4xx says the request itself is wrong)"
+                ),
+            )),
+            None => Ok(()),
         }
     }
 
@@ -227,27 +173,31 @@ impl RetryableSet {
     }
 
     fn statuses(&self) -> impl Iterator<Item = u16> + '_ {
-        (400..=599u16).filter(|&status| self.contains(Outcome::Status(status)))
+        (400..=599u16).filter(|&status| self.contains(AttemptOutcome::Status(status)))
     }
 }
 
 impl Default for RetryableSet {
     /// 429, 503, 504 and connect errors.
     fn default() -> Self {
-        let mut set = Self::empty().with_connect_errors(true);
-        for status in [429, 503, 504] {
-            set.insert(status);
-        }
-        set
+        Self::empty()
+            .connect_errors(true)
+            .add_status(429)
+            .add_status(503)
+            .add_status(504)
     }
 }
 
 impl fmt::Debug for RetryableSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RetryableSet")
+        let mut debug = f.debug_struct("RetryableSet");
+        debug
             .field("statuses", &self.statuses().collect::<Vec<_>>())
-            .field("connect_errors", &self.connect_errors)
-            .finish()
+            .field("connect_errors", &self.connect_errors);
+        if let Some(status) = self.refused {
+            debug.field("refused", &status);
+        }
+        debug.finish()
     }
 }
 
@@ -259,20 +209,33 @@ mod tests {
     fn by_default_only_429_503_504_and_connect_errors_are_retryable() {
         let set = RetryableSet::default();
         let statuses: Vec<u16> = (0..=999)
-            .filter(|&s| set.contains(Outcome::Status(s)))
+            .filter(|&s| set.contains(AttemptOutcome::Status(s)))
             .collect();
         assert_eq!(statuses, [429, 503, 504]);
-        assert!(set.contains(Outcome::ConnectError));
-        assert!(!set.contains(Outcome::OtherError));
+        assert!(set.contains(AttemptOutcome::ConnectError));
+        assert!(!set.contains(AttemptOutcome::OtherError));
     }
 
     #[test]
     fn other_4xx_and_non_errors_cannot_be_added() {
         for status in [0, 200, 302, 400, 401, 404, 409, 499, 600, u16::MAX] {
-            assert_eq!(
-                RetryableSet::default().with_status(status),
-                Err(NotRetryable(status))
+            let set = RetryableSet::default().add_status(status);
+            assert!(!set.contains(AttemptOutcome::Status(status)), "{status}");
+            let error = set.validate().unwrap_err();
+            assert_eq!(error.setting(), "retryable");
+            assert!(
+                error.to_string().contains(&format!("status {status},")),
+                "{error}"
             );
+        }
+    }
+
+    #[test]
+    fn statuses_408_429_and_5xx_can_be_added() {
+        for status in [408, 429, 500, 502, 599] {
+            let set = RetryableSet::empty().add_status(status);
+            assert!(set.contains(AttemptOutcome::Status(status)), "{status}");
+            assert_eq!(set.validate(), Ok(()));
         }
     }
 

@@ -1,41 +1,44 @@
 //! The client half of overload: a shared retry budget and a pushback-aware,
-//! deadline-aware retry policy, deterministic and free of any runtime.
+//! deadline-aware retrier, deterministic and free of any runtime.
 //!
 //! ```
-//! use std::sync::Arc;
 //! use std::time::Duration;
-//! use shed_core::retry::{Decision, Outcome, Pushback, Reason, Replay, RetryBudget, RetryPolicy};
+//! use shed_core::retry::{AttemptOutcome, Decision, Pushback, Reason, Replay, Retrier};
 //!
-//! // One budget for the whole client, shared by every operation.
-//! let policy = RetryPolicy::new(Arc::new(RetryBudget::default())).with_jitter(|| 0.5);
+//! // One retrier for the whole client: its clones share one budget.
+//! let retrier = Retrier::builder().jitter(|| 0.5).build()?;
 //!
-//! let mut op = policy.begin(Replay::Safe); // the original is sent at 0 ms
+//! let mut op = retrier.begin(Replay::Safe); // the original is sent at 0 ms
 //! // ... a 503 arrives at 40 ms: back off for 50 ms (half of [0, 100 ms)).
-//! let retry = policy.decide(&mut op, Outcome::Status(503), Pushback::Absent, Duration::from_millis(40));
+//! let retry = retrier.decide(&mut op, AttemptOutcome::Status(503), Pushback::Absent, Duration::from_millis(40));
 //! assert_eq!(retry, Decision::Retry { attempt: 2, delay: Duration::from_millis(50) });
 //! // ... a 429 with `Retry-After: 1` at 120 ms: the pushback is a floor.
-//! let retry = policy.decide(&mut op, Outcome::Status(429), Pushback::Wait(Duration::from_secs(1)), Duration::from_millis(120));
+//! let retry = retrier.decide(&mut op, AttemptOutcome::Status(429), Pushback::Wait(Duration::from_secs(1)), Duration::from_millis(120));
 //! assert_eq!(retry, Decision::Retry { attempt: 3, delay: Duration::from_secs(1) });
 //! // ... a 200 at 1,140 ms.
-//! assert_eq!(policy.decide(&mut op, Outcome::Status(200), Pushback::Absent, Duration::from_millis(1_140)), Decision::Stop(Reason::Ok));
+//! let done = retrier.decide(&mut op, AttemptOutcome::Status(200), Pushback::Absent, Duration::from_millis(1_140));
+//! assert_eq!(done, Decision::Stop(Reason::Succeeded));
+//! # Ok::<(), shed_core::ConfigError>(())
 //! ```
 //!
 //! # The pieces
 //!
+//! - [`Retrier`], built by [`RetrierBuilder`]: the per-operation state
+//!   machine ([`Operation`]); [`Decision`] and [`Reason`]: what it decided
+//!   and why; [`RetryStats`]: counters of originals, retries and denials by
+//!   reason.
 //! - [`RetryBudget`]: retries earned by originals, shared (`Arc`, lock-free).
 //! - [`Backoff`] and [`Jitter`]: full-jitter exponential backoff with
 //!   injectable randomness.
 //! - [`Pushback`]: `Retry-After` (seconds or HTTP-date), `retry-after-ms`,
 //!   `grpc-retry-pushback-ms`.
-//! - [`RetryableSet`], [`Outcome`], [`Replay`]: what may be retried at all.
-//! - [`RetryPolicy`], [`RetryConfig`], [`Operation`]: the per-operation state
-//!   machine; [`Decision`] and [`Reason`]: what it decided and why;
-//!   [`RetryStats`]: counters of originals, retries and denials by reason.
+//! - [`RetryableSet`], [`AttemptOutcome`], [`Replay`]: what may be retried
+//!   at all.
 //!
 //! Time is passed in by the caller (time since the original was sent), so the
-//! policy is a pure function of its inputs plus the budget: tests drive it
-//! with a manual clock and never sleep. The tower `Policy` in `shed-axum`
-//! wraps it for HTTP clients.
+//! retrier is a pure function of its inputs plus the budget: tests drive it
+//! with a manual clock and never sleep. The tower retry policy in
+//! `shed-axum` (`shed_axum::client`) drives it for HTTP clients.
 //!
 //! # The bound
 //!
@@ -68,18 +71,24 @@
 
 mod backoff;
 mod budget;
+mod builder;
 mod decision;
 mod eligibility;
 mod jitter;
-mod policy;
+mod operation;
+mod outcome;
 mod pushback;
+mod retrier;
 mod stats;
 
 pub use backoff::Backoff;
 pub use budget::{RetryBudget, EARN_TENTHS, RETRY_COST_TENTHS};
+pub use builder::RetrierBuilder;
 pub use decision::{Decision, Reason};
-pub use eligibility::{NotRetryable, Outcome, Replay, RetryableSet};
+pub use eligibility::{Replay, RetryableSet};
 pub use jitter::{Jitter, SplitMix64};
-pub use policy::{Operation, RetryConfig, RetryPolicy};
+pub use operation::Operation;
+pub use outcome::AttemptOutcome;
 pub use pushback::{Pushback, MAX_PUSHBACK};
+pub use retrier::Retrier;
 pub use stats::RetryStats;

@@ -68,8 +68,9 @@ impl Pushback {
     /// ```
     /// use std::time::{Duration, SystemTime};
     /// use shed_core::retry::Pushback;
+    /// use shed_core::wire::{RETRY_AFTER_HEADER, RETRY_AFTER_MS_HEADER};
     ///
-    /// let headers = [("retry-after", "1"), ("retry-after-ms", "1500")];
+    /// let headers = [(RETRY_AFTER_HEADER, "1"), (RETRY_AFTER_MS_HEADER, "1500")];
     /// let lookup = |name: &str| {
     ///     headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_bytes())
     /// };
@@ -146,7 +147,9 @@ impl Pushback {
         wire::delay_ms(value).map_or(Self::Refuse, Self::bounded)
     }
 
-    /// Combines two hints: a refusal wins, otherwise the longer wait.
+    /// Combines two hints: a refusal wins, otherwise the longer wait. For
+    /// hints [`from_headers`](Self::from_headers) does not see, such as
+    /// ones read from gRPC trailers.
     ///
     /// ```
     /// use std::time::Duration;
@@ -292,9 +295,9 @@ mod tests {
     #[test]
     fn every_hint_is_read_and_the_longest_wait_wins() {
         let headers = [
-            ("retry-after", "1"),
-            ("retry-after-ms", "300"),
-            ("grpc-retry-pushback-ms", "1200"),
+            (RETRY_AFTER_HEADER, "1"),
+            (RETRY_AFTER_MS_HEADER, "300"),
+            (GRPC_RETRY_PUSHBACK_MS_HEADER, "1200"),
         ];
         let lookup = |name: &str| {
             headers
@@ -310,7 +313,8 @@ mod tests {
 
     #[test]
     fn one_refusing_hint_refuses() {
-        let lookup = |name: &str| (name == "grpc-retry-pushback-ms").then_some(b"-1".as_slice());
+        let lookup =
+            |name: &str| (name == GRPC_RETRY_PUSHBACK_MS_HEADER).then_some(b"-1".as_slice());
         assert_eq!(
             Pushback::from_headers(lookup, new_year_2026()),
             Pushback::Refuse

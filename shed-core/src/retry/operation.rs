@@ -1,0 +1,109 @@
+//! One operation: its original and any retries, with the deadline they share.
+
+use std::time::Duration;
+
+use super::Replay;
+
+/// One operation: its original and any retries, with the deadline they
+/// share. Created by [`Retrier::begin`](super::Retrier::begin), advanced by
+/// [`Retrier::decide`](super::Retrier::decide).
+///
+/// ```
+/// use std::time::Duration;
+/// use shed_core::retry::{Replay, Retrier};
+///
+/// let retrier = Retrier::builder().build()?;
+/// let op = retrier.begin(Replay::Safe);
+/// // Time left to give the server, kept back the response reserve:
+/// assert_eq!(op.forwarded_deadline(Duration::ZERO), Duration::from_millis(1_450));
+/// # Ok::<(), shed_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    replay: Replay,
+    deadline: Duration,
+    response_reserve: Duration,
+    attempts: u32,
+}
+
+impl Operation {
+    pub(super) fn new(replay: Replay, deadline: Duration, response_reserve: Duration) -> Self {
+        Self {
+            replay,
+            deadline,
+            response_reserve,
+            attempts: 1,
+        }
+    }
+
+    /// Replaces the deadline (measured from the original), e.g. with one the
+    /// caller was itself given.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::retry::{Replay, Retrier};
+    ///
+    /// let retrier = Retrier::builder().build()?;
+    /// let op = retrier.begin(Replay::Safe).with_deadline(Duration::from_secs(1));
+    /// assert_eq!(op.forwarded_deadline(Duration::ZERO), Duration::from_millis(950));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// The number of the latest attempt sent: 1 for the original.
+    #[must_use]
+    pub fn attempt(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The deadline, measured from the original.
+    #[must_use]
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// Whether the operation was declared safe to replay.
+    #[must_use]
+    pub fn replay(&self) -> Replay {
+        self.replay
+    }
+
+    /// The deadline to forward to the server with an attempt sent at
+    /// `sent_at` (time since the original): what is left of the operation's
+    /// deadline, less the response reserve; zero if nothing is.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::retry::{Replay, Retrier};
+    ///
+    /// let retrier = Retrier::builder().build()?;
+    /// let op = retrier.begin(Replay::Safe);
+    /// assert_eq!(op.forwarded_deadline(Duration::from_millis(90)), Duration::from_millis(1_360));
+    /// assert_eq!(op.forwarded_deadline(Duration::from_secs(9)), Duration::ZERO);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn forwarded_deadline(&self, sent_at: Duration) -> Duration {
+        self.deadline
+            .saturating_sub(self.response_reserve)
+            .saturating_sub(sent_at)
+    }
+
+    /// Counts a granted retry; returns its attempt number.
+    pub(super) fn advance(&mut self) -> u32 {
+        self.attempts += 1;
+        self.attempts
+    }
+
+    /// The latest time a retry may start and still have `window` before the
+    /// deadline less the response reserve.
+    pub(super) fn latest_useful_start(&self, window: Duration) -> Option<Duration> {
+        self.deadline
+            .checked_sub(self.response_reserve)?
+            .checked_sub(window)
+    }
+}

@@ -1,0 +1,217 @@
+//! The retrier: decides, after each failed attempt, whether and when the
+//! operation is tried again.
+//!
+//! ```
+//! use std::time::Duration;
+//! use shed_core::retry::{AttemptOutcome, Decision, Pushback, Replay, Retrier};
+//!
+//! let retrier = Retrier::builder().jitter(|| 0.5).build()?;
+//! let mut op = retrier.begin(Replay::Safe);
+//!
+//! // The original got a 503 after 40 ms: retry after half the first window.
+//! let decision = retrier.decide(&mut op, AttemptOutcome::Status(503), Pushback::Absent, Duration::from_millis(40));
+//! assert_eq!(decision, Decision::Retry { attempt: 2, delay: Duration::from_millis(50) });
+//! # Ok::<(), shed_core::ConfigError>(())
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::builder::Settings;
+use super::{
+    AttemptOutcome, Decision, Jitter, Operation, Pushback, Reason, Replay, RetrierBuilder,
+    RetryBudget, RetryStats,
+};
+
+/// A client's retry decisions: per-operation limits (attempt cap, deadline,
+/// backoff, what is retryable), the budget retries are drawn from, counters
+/// and the jitter source. Built with [`Retrier::builder`].
+///
+/// Cloning is cheap and every clone shares the budget, the counters and the
+/// jitter source: build one per client and hand clones around.
+///
+/// Time is passed in: `now` is the time elapsed since the operation's
+/// original was sent, read by the caller from its monotonic clock (or a
+/// manual clock in tests). The retrier never reads a clock and never sleeps.
+///
+/// ```
+/// use std::time::Duration;
+/// use shed_core::retry::{AttemptOutcome, Decision, Pushback, Reason, Replay, Retrier};
+///
+/// let retrier = Retrier::builder().build()?;
+/// let mut op = retrier.begin(Replay::Unsafe);
+/// let decision = retrier.decide(&mut op, AttemptOutcome::Status(503), Pushback::Absent, Duration::ZERO);
+/// assert_eq!(decision, Decision::Stop(Reason::UnsafeOperation));
+/// # Ok::<(), shed_core::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct Retrier {
+    settings: Settings,
+    budget: Arc<RetryBudget>,
+    stats: Arc<RetryStats>,
+    jitter: Arc<dyn Jitter + Send + Sync>,
+}
+
+impl fmt::Debug for Retrier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Retrier")
+            .field("settings", &self.settings)
+            .field("budget", &self.budget)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Retrier {
+    /// Starts configuring a retrier; see [`RetrierBuilder`] for every
+    /// setting.
+    pub fn builder() -> RetrierBuilder {
+        RetrierBuilder::default()
+    }
+
+    pub(super) fn new(
+        settings: Settings,
+        budget: Arc<RetryBudget>,
+        jitter: Arc<dyn Jitter + Send + Sync>,
+    ) -> Self {
+        Self {
+            settings,
+            budget,
+            stats: Arc::default(),
+            jitter,
+        }
+    }
+
+    /// The budget retries are drawn from.
+    #[must_use]
+    pub fn budget(&self) -> &Arc<RetryBudget> {
+        &self.budget
+    }
+
+    /// The counters, shared by every clone of this retrier.
+    #[must_use]
+    pub fn stats(&self) -> &RetryStats {
+        &self.stats
+    }
+
+    /// The deadline an original forwards to the server: the operation's
+    /// deadline less the response reserve. Retries forward what is left of
+    /// it ([`Operation::forwarded_deadline`]).
+    #[must_use]
+    pub fn forwarded_deadline(&self) -> Duration {
+        self.settings
+            .deadline
+            .saturating_sub(self.settings.response_reserve)
+    }
+
+    /// Begins an operation whose original is being sent now: counts the
+    /// original and earns its tenth of a retry in the budget.
+    ///
+    /// Call it only for originals actually sent; work refused before it was
+    /// sent must not earn retries.
+    ///
+    /// ```
+    /// use shed_core::retry::{Replay, Retrier};
+    ///
+    /// let retrier = Retrier::builder().build()?;
+    /// let op = retrier.begin(Replay::Safe);
+    /// assert_eq!(op.attempt(), 1);
+    /// assert_eq!(retrier.stats().originals(), 1);
+    /// assert_eq!(retrier.budget().balance_tenths(), 21);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn begin(&self, replay: Replay) -> Operation {
+        self.stats.record_original();
+        self.budget.deposit();
+        Operation::new(
+            replay,
+            self.settings.deadline,
+            self.settings.response_reserve,
+        )
+    }
+
+    /// Decides what follows the latest attempt of `op`, which ended with
+    /// `outcome` and `pushback` at `now` (time since the original was sent).
+    ///
+    /// In order: a success stops with [`Reason::Succeeded`]; a failure
+    /// outside the retryable set stops ([`Reason::TerminalStatus`]), as does
+    /// an operation not declared safe, a reached attempt cap and a server
+    /// refusal. The wait is then the longer of the pushback and the jittered
+    /// backoff (the pushback is a floor, never shortened); if the retry
+    /// would not start at least the minimum attempt window before the
+    /// deadline less the response reserve, the operation ends now
+    /// ([`Reason::Deadline`]). Only then is the retry's credit taken from
+    /// the budget ([`Reason::RetryBudget`] if it is spent).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::retry::{AttemptOutcome, Decision, Pushback, Reason, Replay, Retrier};
+    ///
+    /// let retrier = Retrier::builder().build()?;
+    /// let mut op = retrier.begin(Replay::Safe);
+    /// let two_seconds = Pushback::Wait(Duration::from_secs(2));
+    /// let decision = retrier.decide(&mut op, AttemptOutcome::Status(429), two_seconds, Duration::from_millis(10));
+    /// assert_eq!(decision, Decision::Stop(Reason::Deadline));
+    /// assert_eq!(retrier.budget().balance_tenths(), 21, "no credit taken");
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn decide(
+        &self,
+        op: &mut Operation,
+        outcome: AttemptOutcome,
+        pushback: Pushback,
+        now: Duration,
+    ) -> Decision {
+        if outcome.is_success() {
+            return Decision::Stop(Reason::Succeeded);
+        }
+        let decision = self.judge(op, outcome, pushback, now);
+        match decision {
+            Decision::Retry { .. } => self.stats.record_retry(),
+            Decision::Stop(reason) => self.stats.record_denial(reason),
+        }
+        decision
+    }
+
+    fn judge(
+        &self,
+        op: &mut Operation,
+        outcome: AttemptOutcome,
+        pushback: Pushback,
+        now: Duration,
+    ) -> Decision {
+        let settings = &self.settings;
+        if !settings.retryable.contains(outcome) {
+            return Decision::Stop(Reason::TerminalStatus);
+        }
+        if op.replay() != Replay::Safe {
+            return Decision::Stop(Reason::UnsafeOperation);
+        }
+        if op.attempt() >= settings.max_attempts {
+            return Decision::Stop(Reason::AttemptCap);
+        }
+        let Some(floor) = pushback.floor() else {
+            return Decision::Stop(Reason::ServerRefused);
+        };
+        let jittered = settings
+            .backoff
+            .delay(op.attempt() - 1, self.jitter.as_ref());
+        let delay = floor.max(jittered);
+        let starts = now.saturating_add(delay);
+        let fits = op
+            .latest_useful_start(settings.min_attempt_window)
+            .is_some_and(|latest| starts <= latest);
+        if !fits {
+            return Decision::Stop(Reason::Deadline);
+        }
+        if !self.budget.try_withdraw() {
+            return Decision::Stop(Reason::RetryBudget);
+        }
+        Decision::Retry {
+            attempt: op.advance(),
+            delay,
+        }
+    }
+}
