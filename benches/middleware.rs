@@ -32,7 +32,7 @@ use axum::body::Body;
 use axum::response::Response;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use http::{Request, StatusCode};
-use shed::axum::ShedLayer;
+use shed::ShedLayer;
 use shed_core::{Admission, Arrival, Class};
 use tower::{Layer, Service};
 

@@ -37,8 +37,8 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use shed::axum::{Admitted, Deadline, ShedLayer};
-use shed::core::{Class, Shedder};
+use shed::{Admitted, Deadline, ShedLayer};
+use shed::{Class, Shedder};
 use tokio::net::TcpListener;
 
 type HttpClient = Client<HttpConnector, Empty<Bytes>>;
@@ -71,7 +71,7 @@ fn app(shedder: Shedder, state: AppState) -> Router {
         .merge(batch)
         .with_state(state)
         // Outside every shed layer: never shed.
-        .route("/stats", get(shed::axum::stats::handler(shedder)))
+        .route("/stats", get(shed::stats::handler(shedder)))
 }
 
 /// Interactive: asks the downstream price service, within our caller's deadline.

@@ -18,8 +18,8 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use shed::axum::{Admitted, Deadline, ShedLayer};
-use shed::core::{Class, Shedder};
+use shed::{Admitted, Deadline, ShedLayer};
+use shed::{Class, Shedder};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
@@ -163,7 +163,7 @@ async fn a_full_service_serves_what_it_admitted_and_tells_the_rest_when_to_retur
             }),
         )
         .route_layer(ShedLayer::new(shedder.clone()).class(Class::Batch))
-        .route("/stats", get(shed::axum::stats::handler(shedder.clone())));
+        .route("/stats", get(shed::stats::handler(shedder.clone())));
     let addr = serve(app).await;
     let client = client();
 

@@ -20,7 +20,7 @@ use axum::{BoxError, Router};
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, Request, StatusCode};
 use http_body_util::BodyExt;
-use shed::axum::ShedLayer;
+use shed::ShedLayer;
 use shed_core::Shedder;
 use tower::{Service, ServiceBuilder, ServiceExt};
 use tower_governor::governor::GovernorConfigBuilder;

@@ -59,13 +59,13 @@ impl fmt::Display for Class {
     }
 }
 
-impl From<Class> for shed::core::Class {
+impl From<Class> for shed::Class {
     fn from(class: Class) -> Self {
         match class {
-            Class::Critical => shed::core::Class::Critical,
-            Class::Interactive => shed::core::Class::Interactive,
-            Class::Batch => shed::core::Class::Batch,
-            Class::Background => shed::core::Class::Background,
+            Class::Critical => shed::Class::Critical,
+            Class::Interactive => shed::Class::Interactive,
+            Class::Batch => shed::Class::Batch,
+            Class::Background => shed::Class::Background,
         }
     }
 }

@@ -18,7 +18,7 @@ use hyper_util::{
     client::legacy::{connect::HttpConnector, Client},
     rt::TokioExecutor,
 };
-use shed::core::wire::{self, ATTEMPT_HEADER, GRPC_TIMEOUT_HEADER};
+use shed::wire::{self, ATTEMPT_HEADER, GRPC_TIMEOUT_HEADER};
 
 use crate::class::Class;
 

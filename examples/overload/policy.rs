@@ -7,8 +7,8 @@ use std::{fmt, str::FromStr};
 use axum::{
     error_handling::HandleErrorLayer, http::StatusCode, routing::MethodRouter, BoxError, Router,
 };
-use shed::axum::ShedLayer;
-use shed::core::{ConfigError, Shedder};
+use shed::ShedLayer;
+use shed::{ConfigError, Shedder};
 use tower::{limit::GlobalConcurrencyLimitLayer, load_shed::error::Overloaded, ServiceBuilder};
 
 use crate::class::Class;

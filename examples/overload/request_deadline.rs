@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
-use shed::core::wire::{self, ENVOY_EXPECTED_RQ_TIMEOUT_MS_HEADER, GRPC_TIMEOUT_HEADER};
+use shed::wire::{self, ENVOY_EXPECTED_RQ_TIMEOUT_MS_HEADER, GRPC_TIMEOUT_HEADER};
 
 /// When a request reached the server, stamped before any policy layer runs,
 /// so its deadline counts from its arrival whatever the policy made it wait.

@@ -21,7 +21,7 @@ use axum::{
     routing::{get, put, MethodRouter},
     Extension, Json,
 };
-use shed::core::Shedder;
+use shed::Shedder;
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 
 use crate::{
@@ -174,7 +174,7 @@ impl std::fmt::Display for Refusals {
 }
 
 impl Refusals {
-    fn of(stats: &shed::core::Stats) -> Refusals {
+    fn of(stats: &shed::Stats) -> Refusals {
         let mut refusals = Refusals::default();
         for c in &stats.classes {
             refusals.level += c.shed;
@@ -343,7 +343,7 @@ impl LocalControl {
             "classes": classes,
         });
         if let Some(shedder) = &self.shedder {
-            let engine = shed::axum::stats::to_json(&shedder.stats());
+            let engine = shed::stats::to_json(&shedder.stats());
             json["shed"] = serde_json::from_str(&engine).unwrap_or_default();
         }
         json
@@ -354,7 +354,7 @@ impl LocalControl {
 #[derive(Debug)]
 pub enum ServerError {
     /// The shed engine refused its configuration.
-    ShedConfig(shed::core::ConfigError),
+    ShedConfig(shed::ConfigError),
     /// Binding or inspecting the listener failed.
     Io(std::io::Error),
 }
@@ -370,8 +370,8 @@ impl fmt::Display for ServerError {
 
 impl std::error::Error for ServerError {}
 
-impl From<shed::core::ConfigError> for ServerError {
-    fn from(e: shed::core::ConfigError) -> Self {
+impl From<shed::ConfigError> for ServerError {
+    fn from(e: shed::ConfigError) -> Self {
         ServerError::ShedConfig(e)
     }
 }

@@ -17,7 +17,9 @@
 
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "axum")]
 use axum::extract::{FromRequestParts, OptionalFromRequestParts};
+#[cfg(feature = "axum")]
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use shed_core::wire::CONNECT_TIMEOUT_MS_HEADER;
@@ -25,8 +27,10 @@ use shed_core::Class;
 
 use crate::forward;
 
+#[cfg(feature = "axum")]
 mod rejection;
 
+#[cfg(feature = "axum")]
 pub use rejection::{DeadlineRejection, MissingDeadline, MissingShedLayer};
 
 /// The admission facts of the request being served: its class, attempt,
@@ -55,6 +59,7 @@ impl Admitted {
     }
 }
 
+#[cfg(feature = "axum")]
 impl<S: Send + Sync> FromRequestParts<S> for Admitted {
     type Rejection = MissingShedLayer;
 
@@ -67,6 +72,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Admitted {
     }
 }
 
+#[cfg(feature = "axum")]
 impl<S: Send + Sync> OptionalFromRequestParts<S> for Admitted {
     type Rejection = std::convert::Infallible;
 
@@ -138,6 +144,7 @@ impl Deadline {
     }
 }
 
+#[cfg(feature = "axum")]
 impl<S: Send + Sync> FromRequestParts<S> for Deadline {
     type Rejection = DeadlineRejection;
 
@@ -148,6 +155,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Deadline {
     }
 }
 
+#[cfg(feature = "axum")]
 impl<S: Send + Sync> OptionalFromRequestParts<S> for Deadline {
     type Rejection = MissingShedLayer;
 

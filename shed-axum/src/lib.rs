@@ -25,6 +25,14 @@
 //!
 //! Layers of one engine sit side by side, not nested: see
 //! [Nesting](ShedLayer#nesting).
+//!
+//! # Features
+//!
+//! - `axum` (on by default): the extractors ([`Admitted`] and [`Deadline`]
+//!   as handler arguments, with their rejections) and the stats handler
+//!   ([`stats::handler`]). The layer, the service and the client half need
+//!   only tower and http; without the feature a handler reads [`Admitted`]
+//!   from the request's extensions.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -44,7 +52,9 @@ pub mod stats;
 
 pub use body::ShedBody;
 pub use clock::TokioClock;
-pub use extract::{Admitted, Deadline, DeadlineRejection, MissingDeadline, MissingShedLayer};
+pub use extract::{Admitted, Deadline};
+#[cfg(feature = "axum")]
+pub use extract::{DeadlineRejection, MissingDeadline, MissingShedLayer};
 pub use hook::{ClassifyRequest, MakeCohortKey, OnRejection, RequestHead};
 pub use layer::{ReleaseOn, ShedLayer};
 pub use reject::GrpcOverloadStatus;

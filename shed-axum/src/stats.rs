@@ -11,22 +11,33 @@
 //! ```
 
 use std::fmt::Write as _;
+#[cfg(feature = "axum")]
 use std::future::{ready, Ready};
 
+#[cfg(feature = "axum")]
 use axum::response::{IntoResponse, Response};
-use http::header::CONTENT_TYPE;
-use http::HeaderValue;
-use shed_core::{Rank, Shedder, Stats};
+#[cfg(feature = "axum")]
+use http::{header::CONTENT_TYPE, HeaderValue};
+#[cfg(feature = "axum")]
+use shed_core::Shedder;
+use shed_core::{Rank, Stats};
 
 /// A handler closure answering every request with the stats of `shedder` as JSON.
+///
+/// Needs the `axum` feature (on by default).
+#[cfg(feature = "axum")]
 pub fn handler(shedder: Shedder) -> impl Fn() -> Ready<StatsJson> + Clone + Send + Sync + 'static {
     move || ready(StatsJson(shedder.stats()))
 }
 
 /// A stats snapshot as an `application/json` response.
+///
+/// Needs the `axum` feature (on by default).
+#[cfg(feature = "axum")]
 #[derive(Clone, Debug)]
 pub struct StatsJson(pub Stats);
 
+#[cfg(feature = "axum")]
 impl IntoResponse for StatsJson {
     fn into_response(self) -> Response {
         (

@@ -72,3 +72,8 @@ pub use reject::{RejectReason, Rejection, RetryAfter};
 pub use shedder::Shedder;
 pub use stats::{ClassStats, Stats};
 pub use waiter::Waiter;
+
+/// The crate's README, compiled and run as a doctest so it cannot rot.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
