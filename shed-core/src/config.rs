@@ -102,6 +102,17 @@ impl ShedderBuilder {
     /// once, whatever the service does. 1 to 2^24. Without it the limit
     /// adapts (see [`adaptive_limit`](ShedderBuilder::adaptive_limit)); pin it only
     /// when the capacity really is a constant you know.
+    ///
+    /// ```
+    /// use shed_core::Shedder;
+    ///
+    /// // Eight workers that each run one request: never more than eight at once.
+    /// let shedder = Shedder::builder().limit(8).build()?;
+    /// assert_eq!(shedder.limit(), 8);
+    /// // Zero would admit nothing: refused, naming the setting.
+    /// assert_eq!(Shedder::builder().limit(0).build().unwrap_err().setting(), "limit");
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn limit(mut self, limit: usize) -> Self {
         self.limit = LimitChoice::Fixed(limit);
         self
@@ -128,6 +139,17 @@ impl ShedderBuilder {
     /// Default [`DEFAULT_QUEUE_CAPACITY`] (1,024); how long a request may
     /// wait is bounded by time, not by this. 0 disables waiting: a full
     /// service refuses at once.
+    ///
+    /// ```
+    /// use shed_core::{Admission, Arrival, Class, Shedder};
+    ///
+    /// // No waiting room: once the one slot is taken, the next is refused at once.
+    /// let shedder = Shedder::builder().limit(1).queue_capacity(0).build()?;
+    /// let _serving = shedder.try_admit(&Arrival::new(Class::Interactive)).unwrap();
+    /// let next = shedder.admit(&Arrival::new(Class::Interactive));
+    /// assert!(matches!(next, Admission::Rejected(_)));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn queue_capacity(mut self, capacity: usize) -> Self {
         self.queue_capacity = capacity;
         self
@@ -136,6 +158,20 @@ impl ShedderBuilder {
     /// The longest a request of `class` may wait for a slot before it is refused.
     /// Defaults: critical 1 s, interactive 500 ms, batch 1 s, background 2 s;
     /// above zero and at most an hour.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::{Class, Shedder};
+    ///
+    /// // Batch callers wait minutes anyway: their requests may queue for 5 s.
+    /// let shedder = Shedder::builder()
+    ///     .max_wait(Class::Batch, Duration::from_secs(5))
+    ///     .build()?;
+    /// // A zero wait would refuse every queued request: refused at build.
+    /// let zero = Shedder::builder().max_wait(Class::Batch, Duration::ZERO).build();
+    /// assert_eq!(zero.unwrap_err().setting(), "max_wait");
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn max_wait(mut self, class: Class, wait: Duration) -> Self {
         self.max_wait[class.index()] = wait;
         self
@@ -146,18 +182,49 @@ impl ShedderBuilder {
     /// standing queue and the service is overloaded. The controller never uses
     /// less than half a slot time (mean service time / limit / 2), the natural
     /// wait for the next slot of a slow service. Default 5 ms.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::Shedder;
+    ///
+    /// // Callers of a slow report service do not notice 20 ms of queueing.
+    /// let shedder = Shedder::builder()
+    ///     .target_sojourn(Duration::from_millis(20))
+    ///     .build()?;
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn target_sojourn(mut self, target: Duration) -> Self {
         self.target_sojourn = target;
         self
     }
 
     /// How often the controller judges the queue. Default 100 ms.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::Shedder;
+    ///
+    /// // A service of 1 ms requests can be judged twice as often.
+    /// let shedder = Shedder::builder().interval(Duration::from_millis(50)).build()?;
+    /// // The tolerated queue delay must fit in an interval.
+    /// let too_short = Shedder::builder().interval(Duration::from_millis(2)).build();
+    /// assert_eq!(too_short.unwrap_err().setting(), "target_sojourn");
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
         self
     }
 
     /// Ends a controller interval early after this many completions. Default 10,000.
+    ///
+    /// ```
+    /// use shed_core::Shedder;
+    ///
+    /// // At 200,000 requests a second, judge every 20,000 rather than every 100 ms.
+    /// let shedder = Shedder::builder().interval_completions(20_000).build()?;
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn interval_completions(mut self, completions: u32) -> Self {
         self.interval_completions = completions;
         self
@@ -165,6 +232,15 @@ impl ShedderBuilder {
 
     /// The share of last interval's admitted work that each overloaded interval
     /// sheds, in `(0, 1]`. Default 0.05 (5%).
+    ///
+    /// ```
+    /// use shed_core::Shedder;
+    ///
+    /// // Overloads that arrive as steps: shed a tenth at a time to catch up sooner.
+    /// let shedder = Shedder::builder().shed_share(0.1).build()?;
+    /// assert_eq!(Shedder::builder().shed_share(0.0).build().unwrap_err().setting(), "shed_share");
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn shed_share(mut self, share: f64) -> Self {
         self.shed_share = share;
         self
@@ -172,6 +248,14 @@ impl ShedderBuilder {
 
     /// How many cohorts the level gives back after a healthy interval; the step
     /// doubles with each further healthy interval, up to 16 times. Default 8.
+    ///
+    /// ```
+    /// use shed_core::Shedder;
+    ///
+    /// // Readmit traffic more cautiously after an overload.
+    /// let shedder = Shedder::builder().recovery_step(2).build()?;
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn recovery_step(mut self, cohorts: u16) -> Self {
         self.recovery_step = cohorts;
         self
@@ -182,12 +266,33 @@ impl ShedderBuilder {
     /// wait for a slot needs its predicted wait plus this, or plus the measured
     /// 95th percentile of service time when that is longer, and leaves the queue unserved
     /// when less is left. Default 5 ms; at most an hour.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::{Arrival, Class, RejectReason, Shedder};
+    ///
+    /// // No request of this service finishes in under 20 ms.
+    /// let shedder = Shedder::builder().min_useful_window(Duration::from_millis(20)).build()?;
+    /// let hurried = Arrival::new(Class::Interactive).with_timeout(Some(Duration::from_millis(10)));
+    /// let rejection = shedder.try_admit(&hurried).unwrap_err();
+    /// assert_eq!(rejection.reason(), RejectReason::DeadlineUnmeetable);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn min_useful_window(mut self, window: Duration) -> Self {
         self.min_useful_window = window;
         self
     }
 
     /// The longest Retry-After the engine computes. Default 30 s; 1 s to 1 day.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::Shedder;
+    ///
+    /// // Callers that give up after 10 s gain nothing from being told 30.
+    /// let shedder = Shedder::builder().retry_after_cap(Duration::from_secs(10)).build()?;
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn retry_after_cap(mut self, cap: Duration) -> Self {
         self.retry_after_cap = cap;
         self
@@ -195,6 +300,16 @@ impl ShedderBuilder {
 
     /// How much random spread is added to Retry-After, as a fraction of it, in
     /// `[0, 1]`. Default 0.25: a computed 4 s becomes 4 to 5 s.
+    ///
+    /// ```
+    /// use shed_core::Shedder;
+    ///
+    /// // Many clients refused at once: spread their return over half again the wait.
+    /// let shedder = Shedder::builder().retry_after_jitter(0.5).build()?;
+    /// let too_wide = Shedder::builder().retry_after_jitter(1.5).build();
+    /// assert_eq!(too_wide.unwrap_err().setting(), "retry_after_jitter");
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn retry_after_jitter(mut self, jitter: f64) -> Self {
         self.retry_after_jitter = jitter;
         self
@@ -202,6 +317,19 @@ impl ShedderBuilder {
 
     /// The clock the engine reads. Default [`MonotonicClock`]; tests pass a
     /// [`ManualClock`](crate::ManualClock).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::{ManualClock, Shedder};
+    ///
+    /// // A test moves time itself.
+    /// let clock = ManualClock::new();
+    /// let shedder = Shedder::builder().clock(clock.clone()).build()?;
+    /// let before = shedder.now();
+    /// clock.advance(Duration::from_millis(100));
+    /// assert_eq!(shedder.now() - before, Duration::from_millis(100));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);
         self

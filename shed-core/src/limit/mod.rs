@@ -99,18 +99,54 @@ impl AdaptiveLimit {
     /// The limit to start from. Default 8: from 8 or less the limit doubles
     /// while throughput doubles with it (slow start); from more it first
     /// probes down to measure the service's baseline.
+    ///
+    /// ```
+    /// use shed_core::{AdaptiveLimit, Shedder};
+    ///
+    /// // A service known to run about 200 at once need not slow-start from 8.
+    /// let shedder = Shedder::builder()
+    ///     .adaptive_limit(AdaptiveLimit::new().initial(200))
+    ///     .build()?;
+    /// assert_eq!(shedder.limit(), 200);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn initial(mut self, limit: usize) -> Self {
         self.initial = limit;
         self
     }
 
     /// The lowest the limit may go. Default 1.
+    ///
+    /// ```
+    /// use shed_core::{AdaptiveLimit, Shedder};
+    ///
+    /// // Four requests at once always fit, however slow the service looks.
+    /// let shedder = Shedder::builder()
+    ///     .adaptive_limit(AdaptiveLimit::new().min(4))
+    ///     .build()?;
+    /// assert_eq!(shedder.stats().limit_bounds.0, 4);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn min(mut self, limit: usize) -> Self {
         self.min = limit;
         self
     }
 
     /// The highest the limit may go. Default 1,000.
+    ///
+    /// ```
+    /// use shed_core::{AdaptiveLimit, Shedder};
+    ///
+    /// // The database behind the service takes 64 connections: never more at once.
+    /// let shedder = Shedder::builder()
+    ///     .adaptive_limit(AdaptiveLimit::new().max(64))
+    ///     .build()?;
+    /// assert_eq!(shedder.stats().limit_bounds.1, 64);
+    /// // A floor above the ceiling is refused at build.
+    /// let crossed = Shedder::builder().adaptive_limit(AdaptiveLimit::new().min(65).max(64)).build();
+    /// assert_eq!(crossed.unwrap_err().setting(), "adaptive_limit");
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn max(mut self, limit: usize) -> Self {
         self.max = limit;
         self
@@ -118,6 +154,16 @@ impl AdaptiveLimit {
 
     /// How many released permits a decision is made on. Default 64; more
     /// is steadier and slower. From 16 to 65,536.
+    ///
+    /// ```
+    /// use shed_core::{AdaptiveLimit, Shedder};
+    ///
+    /// // A busy service whose hold times vary widely: decide on more samples.
+    /// let shedder = Shedder::builder()
+    ///     .adaptive_limit(AdaptiveLimit::new().round_samples(256))
+    ///     .build()?;
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn round_samples(mut self, samples: u32) -> Self {
         self.round_samples = samples;
         self
@@ -125,6 +171,17 @@ impl AdaptiveLimit {
 
     /// A decision that has not gathered its samples by then is dropped, and
     /// the limit kept (a quiet service keeps its limit). Default 5 s.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::{AdaptiveLimit, Shedder};
+    ///
+    /// // A low-volume service: give a decision up to 30 s to gather its samples.
+    /// let shedder = Shedder::builder()
+    ///     .adaptive_limit(AdaptiveLimit::new().max_round(Duration::from_secs(30)))
+    ///     .build()?;
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn max_round(mut self, duration: Duration) -> Self {
         self.max_round = duration;
         self
@@ -133,6 +190,16 @@ impl AdaptiveLimit {
     /// How far hold times may inflate over the service's measured baseline
     /// (for two decisions in a row) before the limit is probed. Default 1.6;
     /// more than 1.
+    ///
+    /// ```
+    /// use shed_core::{AdaptiveLimit, Shedder};
+    ///
+    /// // Hold times that swing with the request mix: probe only past a doubling.
+    /// let shedder = Shedder::builder()
+    ///     .adaptive_limit(AdaptiveLimit::new().inflation(2.0))
+    ///     .build()?;
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn inflation(mut self, ratio: f64) -> Self {
         self.inflation = ratio;
         self
@@ -140,6 +207,16 @@ impl AdaptiveLimit {
 
     /// The share of permits, abandoned by their caller or cut at their
     /// deadline, above which the limit backs off. Default 0.1; in (0, 1].
+    ///
+    /// ```
+    /// use shed_core::{AdaptiveLimit, Shedder};
+    ///
+    /// // Callers that often hang up for reasons of their own: back off past 30%.
+    /// let shedder = Shedder::builder()
+    ///     .adaptive_limit(AdaptiveLimit::new().censored_share(0.3))
+    ///     .build()?;
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn censored_share(mut self, share: f64) -> Self {
         self.censored_share = share;
         self
@@ -148,6 +225,16 @@ impl AdaptiveLimit {
     /// The headroom kept above the knee, as a range the limit moves in: more
     /// while hold times stay flat, less while they inflate at peak
     /// throughput. Default 6% to 20%; `0 <= low <= high <= 1`.
+    ///
+    /// ```
+    /// use shed_core::{AdaptiveLimit, Shedder};
+    ///
+    /// // Bursty arrivals: keep 15% to 40% above the measured knee.
+    /// let shedder = Shedder::builder()
+    ///     .adaptive_limit(AdaptiveLimit::new().headroom(0.15, 0.4))
+    ///     .build()?;
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn headroom(mut self, low: f64, high: f64) -> Self {
         self.headroom = (low, high);
         self
@@ -158,6 +245,16 @@ impl AdaptiveLimit {
     /// for a round, then cuts it by a third for one). The first comes 8
     /// rounds after the first knee is found, and the spacing grows fourfold
     /// up to this. Default 300; at least 10.
+    ///
+    /// ```
+    /// use shed_core::{AdaptiveLimit, Shedder};
+    ///
+    /// // Capacity that moves often (autoscaled dependencies): measure again sooner.
+    /// let shedder = Shedder::builder()
+    ///     .adaptive_limit(AdaptiveLimit::new().refresh_rounds(60))
+    ///     .build()?;
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
     pub fn refresh_rounds(mut self, rounds: u32) -> Self {
         self.refresh_rounds = rounds;
         self
