@@ -134,7 +134,7 @@ impl Rejection {
     ///
     /// ```
     /// use shed_core::{Class, Rank, RejectReason, Rejection};
-    /// let late = Rejection::deadline_exceeded(Rank::new(Class::Interactive, false));
+    /// let late = Rejection::deadline_exceeded(Rank::original(Class::Interactive));
     /// assert_eq!(late.reason(), RejectReason::DeadlineExceeded);
     /// assert!(late.retry_after().is_none());
     /// ```
