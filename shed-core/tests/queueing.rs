@@ -44,7 +44,7 @@ fn waiters_of_one_rank_are_served_first_in_first_out() {
 
 /// One of each rank, arriving least important last, most important in the
 /// middle.
-const EVERY_RANK_MIXED: [Rank; 8] = [
+const EVERY_RANK_MIXED: [Rank; Rank::COUNT] = [
     Rank::original(Class::Batch),
     Rank::retry(Class::Critical),
     Rank::retry(Class::Background),
