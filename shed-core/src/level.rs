@@ -55,7 +55,7 @@ impl Level {
     }
 
     /// How many positions a (rank, cohort) lies below the level (0 when admitted).
-    pub const fn distance_below(self, rank: Rank, cohort: Cohort) -> u16 {
+    pub(crate) const fn distance_below(self, rank: Rank, cohort: Cohort) -> u16 {
         self.0.saturating_sub(Level::position(rank, cohort))
     }
 

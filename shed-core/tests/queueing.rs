@@ -298,7 +298,7 @@ fn interactive_in_a_hurry_behind_critical(
 ) -> (Waiter, Vec<Waiter>) {
     let hurried = Arrival::new(Class::Interactive)
         .with_cohort(shed_core::Cohort::MAX)
-        .with_timeout(Some(left));
+        .with_timeout(left);
     let hurried = queued(shedder.admit(&hurried));
     let critical = (0..ahead)
         .map(|_| queued(shedder.admit(&Arrival::new(Class::Critical))))
