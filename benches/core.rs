@@ -22,7 +22,7 @@ use std::future::Future;
 use std::hint::black_box;
 use std::pin::Pin;
 use std::sync::Barrier;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
@@ -59,9 +59,8 @@ fn core(c: &mut Criterion) {
     });
 
     let one = common::idle(1);
-    let waker = common::noop_waker();
     group.bench_function("queued_cycle", |b| {
-        let mut cx = Context::from_waker(&waker);
+        let mut cx = Context::from_waker(Waker::noop());
         b.iter(|| queued_cycle(&one, black_box(&arrival), &mut cx))
     });
 

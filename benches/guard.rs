@@ -37,7 +37,7 @@
 //! each operation a few times and exits: a smoke test that keeps it compiling.
 
 use std::hint::black_box;
-use std::task::Context;
+use std::task::{Context, Waker};
 
 use axum::body::Body;
 use axum::Router;
@@ -92,8 +92,7 @@ fn serve_n(app: &mut Router, status: StatusCode, n: u64, cx: &mut Context<'_>) {
 fn run_router(op: &str, n: u64) {
     let runtime = router::runtime();
     let _context = runtime.enter();
-    let waker = common::noop_waker();
-    let mut cx = Context::from_waker(&waker);
+    let mut cx = Context::from_waker(Waker::noop());
     let refuse = StatusCode::TOO_MANY_REQUESTS;
     match op {
         "router_reject_floor" => serve_n(&mut router::reject_floor().app, refuse, n, &mut cx),

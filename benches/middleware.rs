@@ -26,7 +26,7 @@
 //! `cargo bench --bench middleware`.
 
 use std::convert::Infallible;
-use std::task::Context;
+use std::task::{Context, Waker};
 
 use axum::body::Body;
 use axum::response::Response;
@@ -49,8 +49,7 @@ const BATCH: BatchSize = BatchSize::NumIterations(16);
 fn classify(c: &mut Criterion) {
     let runtime = runtime();
     let _context = runtime.enter();
-    let waker = common::noop_waker();
-    let mut cx = Context::from_waker(&waker);
+    let mut cx = Context::from_waker(Waker::noop());
 
     let shedder = saturated_shed();
     let _held = shedder
@@ -86,8 +85,7 @@ fn classify(c: &mut Criterion) {
 fn reject(c: &mut Criterion) {
     let runtime = runtime();
     let _context = runtime.enter();
-    let waker = common::noop_waker();
-    let mut cx = Context::from_waker(&waker);
+    let mut cx = Context::from_waker(Waker::noop());
 
     let mut floor = router::reject_floor();
     let mut shed = router::reject_shed(&mut cx);
@@ -117,8 +115,7 @@ fn reject(c: &mut Criterion) {
 fn admit(c: &mut Criterion) {
     let runtime = runtime();
     let _context = runtime.enter();
-    let waker = common::noop_waker();
-    let mut cx = Context::from_waker(&waker);
+    let mut cx = Context::from_waker(Waker::noop());
 
     let mut bare = router::admit_bare();
     let (mut shed, shedder) = router::admit_shed();

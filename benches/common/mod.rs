@@ -8,8 +8,7 @@ pub mod router;
 
 use std::future::Future;
 use std::pin::pin;
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use shed_core::{
@@ -57,17 +56,6 @@ pub fn ticking(limit: Option<usize>) -> Shedder {
     }
     .build()
     .expect("valid config")
-}
-
-/// A waker that does nothing: the benches poll futures that are ready at once.
-struct Noop;
-
-impl Wake for Noop {
-    fn wake(self: Arc<Self>) {}
-}
-
-pub fn noop_waker() -> Waker {
-    Waker::from(Arc::new(Noop))
 }
 
 /// Polls `future` once and returns its output; panics if it is not ready.
@@ -128,8 +116,7 @@ pub fn overloaded() -> (Shedder, Overload) {
             other => panic!("a full queue refuses, got {other:?}"),
         }
     }
-    let waker = noop_waker();
-    let mut cx = Context::from_waker(&waker);
+    let mut cx = Context::from_waker(Waker::noop());
     clock.advance(Duration::from_millis(20));
     for _ in 0..4 {
         held.clear(); // both slots come back and go to the next two waiters

@@ -491,11 +491,11 @@ mod tests {
                 busy: 1.0,
             }))
         };
-        let (steps, t) = futures_block_on(sweep(&plan, fake)).unwrap();
+        let (steps, t) = block_on(sweep(&plan, fake)).unwrap();
         (steps.iter().map(|s| s.concurrency).collect(), t)
     }
 
-    fn futures_block_on<F: std::future::Future>(f: F) -> F::Output {
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap()
@@ -525,7 +525,7 @@ mod tests {
                 busy: 1.0,
             }))
         };
-        let (steps, t) = futures_block_on(sweep(&plan, fake)).unwrap();
+        let (steps, t) = block_on(sweep(&plan, fake)).unwrap();
         assert_eq!(t, 8);
         let at_8 = steps.iter().find(|s| s.concurrency == 8).unwrap();
         assert_eq!(at_8.throughput, 376.0);

@@ -129,13 +129,14 @@ impl Classification {
     /// The request as the engine judges it. The timeout stays relative: the
     /// engine turns it into a deadline with the clock read it makes anyway.
     pub(crate) fn arrival(&self) -> Arrival {
-        let arrival = Arrival::new(self.class)
-            .with_attempt(self.attempt)
-            .with_timeout(self.timeout);
-        match self.cohort_key {
-            Some(key) => arrival.with_cohort_key(key),
-            None => arrival,
+        let mut arrival = Arrival::new(self.class).with_attempt(self.attempt);
+        if let Some(timeout) = self.timeout {
+            arrival = arrival.with_timeout(timeout);
         }
+        if let Some(key) = self.cohort_key {
+            arrival = arrival.with_cohort_key(key);
+        }
+        arrival
     }
 
     pub(crate) fn class(&self) -> Class {
@@ -293,7 +294,7 @@ mod tests {
             classified(&rules, &request).arrival(),
             Arrival::new(Class::Batch)
                 .with_attempt(3)
-                .with_timeout(Some(Duration::from_millis(250)))
+                .with_timeout(Duration::from_millis(250))
         );
     }
 

@@ -352,7 +352,7 @@ mod tests {
             .build()
             .unwrap();
         let _busy = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
-        let mut rejections = vec![Rejection::deadline_exceeded(Rank::new(Class::Batch, true))];
+        let mut rejections = vec![Rejection::deadline_exceeded(Rank::retry(Class::Batch))];
         for class in Class::ALL {
             rejections.push(
                 shedder

@@ -379,6 +379,7 @@ async fn a_retry_is_ranked_below_every_original() {
     assert_eq!(seen.class, Class::Critical);
     assert_eq!(seen.attempt, 2);
     assert!(
-        shed_core::Rank::of(seen.class, seen.attempt) < shed_core::Rank::of(Class::Background, 1)
+        shed_core::Rank::of(seen.class, seen.attempt)
+            < shed_core::Rank::original(Class::Background)
     );
 }

@@ -188,7 +188,7 @@ async fn a_queued_request_is_served_when_the_slot_frees() {
     let first = send_all(&app, &["/slow"], 1);
     assert!(settle(|| gate.current.load(Ordering::SeqCst) == 1).await);
     let second = tokio::spawn(app.clone().oneshot(get_request("/fast")));
-    let rank = Rank::of(Class::Interactive, 1);
+    let rank = Rank::original(Class::Interactive);
     assert!(settle(|| shedder.queue_len(rank) == 1).await);
     tokio::time::advance(Duration::from_millis(40)).await;
 
@@ -298,9 +298,9 @@ async fn below_overload_a_freed_slot_goes_to_an_earlier_retry_before_a_later_ori
         .layer(ShedLayer::new(shedder.clone()));
 
     let retry = tokio::spawn(app.clone().oneshot(get_with("/", &[("shed-attempt", "2")])));
-    assert!(settle(|| shedder.queue_len(Rank::of(Class::Interactive, 2)) == 1).await);
+    assert!(settle(|| shedder.queue_len(Rank::retry(Class::Interactive)) == 1).await);
     let original = tokio::spawn(app.clone().oneshot(get_request("/")));
-    assert!(settle(|| shedder.queue_len(Rank::of(Class::Interactive, 1)) == 1).await);
+    assert!(settle(|| shedder.queue_len(Rank::original(Class::Interactive)) == 1).await);
 
     drop(busy);
     assert_eq!(original.await.unwrap().unwrap().status(), 200);

@@ -10,7 +10,7 @@ use axum::Router;
 use common::{get as get_request, get_with, hold_slot, json, shedder, text};
 use http::{HeaderMap, StatusCode};
 use shed_axum::{Admitted, Deadline, DeadlineRejection, ShedLayer};
-use shed_core::{Class, Shedder};
+use shed_core::{Class, Rank, Shedder};
 use tower::ServiceExt;
 
 async fn admitted(admitted: Admitted) -> String {
@@ -248,7 +248,7 @@ async fn the_stats_handler_serves_the_engines_state_as_json() {
     assert_eq!(stats["queue_len"], 0);
     assert!(stats["level"].is_u64());
     assert!(stats["level_text"].is_string());
-    assert_eq!(stats["queued"].as_object().unwrap().len(), 8);
+    assert_eq!(stats["queued"].as_object().unwrap().len(), Rank::COUNT);
     assert!(stats["recent_sojourn_ms"].is_null() || stats["recent_sojourn_ms"].is_f64());
     assert!(stats["drain_rate_per_s"].is_null() || stats["drain_rate_per_s"].is_f64());
     let classes = stats["classes"].as_object().unwrap();

@@ -139,7 +139,7 @@ async fn a_caller_giving_up_while_queued_leaves_the_queue_without_taking_a_slot(
         tokio::time::timeout(Duration::from_millis(100), app.oneshot(get_request("/"))).await;
 
     assert!(gave_up.is_err());
-    assert_eq!(shedder.queue_len(Rank::of(Class::Interactive, 1)), 0);
+    assert_eq!(shedder.queue_len(Rank::original(Class::Interactive)), 0);
     drop(busy);
     assert_eq!(shedder.in_flight(), 0);
 }
@@ -217,7 +217,7 @@ async fn a_streaming_body_keeps_later_requests_waiting() {
 
     let streaming = app.clone().oneshot(get_request("/stream")).await.unwrap();
     let waiting = tokio::spawn(app.clone().oneshot(get_request("/")));
-    assert!(settle(|| shedder.queue_len(Rank::of(Class::Interactive, 1)) == 1).await);
+    assert!(settle(|| shedder.queue_len(Rank::original(Class::Interactive)) == 1).await);
 
     drop(streaming);
     let response = waiting.await.unwrap().unwrap();

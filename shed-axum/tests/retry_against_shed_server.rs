@@ -222,7 +222,7 @@ async fn below_overload_the_clients_retry_that_waited_longer_is_served_before_a_
         tokio::spawn(async move { call(&wire, retrier(Duration::from_secs(30))).await })
     };
     // The original waits its 300 ms, is refused, and the client's retry comes back and waits.
-    let retry_rank = Rank::of(Class::Interactive, 2);
+    let retry_rank = Rank::retry(Class::Interactive);
     assert!(
         advance_until(|| shedder.queue_len(retry_rank) == 1).await,
         "{:#?} {:?}",
@@ -231,7 +231,7 @@ async fn below_overload_the_clients_retry_that_waited_longer_is_served_before_a_
     );
     // Now an original arrives behind it.
     let original = tokio::spawn(app.oneshot(get_request("/")));
-    let original_rank = Rank::of(Class::Interactive, 1);
+    let original_rank = Rank::original(Class::Interactive);
     assert!(advance_until(|| shedder.queue_len(original_rank) == 1).await);
 
     drop(busy);

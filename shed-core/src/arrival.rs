@@ -71,17 +71,8 @@ impl Arrival {
         self
     }
 
-    /// Sets or clears the deadline.
-    pub const fn with_optional_deadline(mut self, deadline: Option<Instant>) -> Arrival {
-        self.deadline = match deadline {
-            Some(at) => DeadlineSource::At(at),
-            None => DeadlineSource::None,
-        };
-        self
-    }
-
     /// Sets the deadline as a time from the moment the engine judges the
-    /// request, or clears it. The engine turns it into an instant with the
+    /// request. The engine turns it into an instant with the
     /// clock read it makes anyway (see [`Permit::deadline`](crate::Permit::deadline)),
     /// so a host that only has a relative timeout (a `grpc-timeout` header)
     /// need not read the clock itself.
@@ -91,16 +82,13 @@ impl Arrival {
     /// use std::time::Duration;
     ///
     /// let shedder = Shedder::with_limit(1)?;
-    /// let arrival = Arrival::new(Class::Interactive).with_timeout(Some(Duration::from_millis(250)));
+    /// let arrival = Arrival::new(Class::Interactive).with_timeout(Duration::from_millis(250));
     /// let permit = shedder.try_admit(&arrival).unwrap();
     /// assert!(permit.deadline().is_some());
     /// # Ok::<(), shed_core::ConfigError>(())
     /// ```
-    pub const fn with_timeout(mut self, timeout: Option<Duration>) -> Arrival {
-        self.deadline = match timeout {
-            Some(after) => DeadlineSource::After(after),
-            None => DeadlineSource::None,
-        };
+    pub const fn with_timeout(mut self, timeout: Duration) -> Arrival {
+        self.deadline = DeadlineSource::After(timeout);
         self
     }
 
@@ -135,44 +123,6 @@ impl Arrival {
     /// The request's place in the shed order.
     pub const fn rank(&self) -> Rank {
         Rank::of(self.class, self.attempt)
-    }
-
-    /// The deadline given as an instant ([`with_deadline`](Arrival::with_deadline)),
-    /// if it was given so; one given as a timeout is [`timeout`](Arrival::timeout).
-    ///
-    /// ```
-    /// use shed_core::{Arrival, Class};
-    /// use std::time::{Duration, Instant};
-    ///
-    /// let at = Instant::now() + Duration::from_millis(300);
-    /// let arrival = Arrival::new(Class::Batch).with_deadline(at);
-    /// assert_eq!(arrival.deadline(), Some(at));
-    /// assert_eq!(arrival.timeout(), None);
-    /// ```
-    pub const fn deadline(&self) -> Option<Instant> {
-        match self.deadline {
-            DeadlineSource::At(at) => Some(at),
-            _ => None,
-        }
-    }
-
-    /// The deadline given as a time from the moment the engine judges the
-    /// request ([`with_timeout`](Arrival::with_timeout)), if it was given so;
-    /// one given as an instant is [`deadline`](Arrival::deadline).
-    ///
-    /// ```
-    /// use shed_core::{Arrival, Class};
-    /// use std::time::Duration;
-    ///
-    /// let arrival = Arrival::new(Class::Batch).with_timeout(Some(Duration::from_millis(300)));
-    /// assert_eq!(arrival.timeout(), Some(Duration::from_millis(300)));
-    /// assert_eq!(arrival.deadline(), None);
-    /// ```
-    pub const fn timeout(&self) -> Option<Duration> {
-        match self.deadline {
-            DeadlineSource::After(after) => Some(after),
-            _ => None,
-        }
     }
 
     pub(crate) const fn deadline_source(&self) -> DeadlineSource {

@@ -7,7 +7,7 @@
 //! let order: Vec<String> = Rank::ALL.iter().map(|r| r.to_string()).collect();
 //! assert_eq!(order.first().unwrap(), "background retry");
 //! assert_eq!(order.last().unwrap(), "critical");
-//! assert!(Rank::new(Class::Critical, true) < Rank::new(Class::Background, false));
+//! assert!(Rank::retry(Class::Critical) < Rank::original(Class::Background));
 //! ```
 
 use std::fmt;
@@ -97,10 +97,11 @@ impl fmt::Display for Class {
 ///
 /// ```
 /// use shed_core::{Class, Rank};
-/// let retry = Rank::of(Class::Interactive, 2);
+/// let retry = Rank::retry(Class::Interactive);
 /// assert!(retry.is_retry());
-/// assert!(retry < Rank::of(Class::Background, 1));
-/// assert_eq!(Rank::of(Class::Critical, 1).index(), 7);
+/// assert!(retry < Rank::original(Class::Background));
+/// assert_eq!(Rank::original(Class::Critical).index(), 7);
+/// assert_eq!(Rank::of(Class::Interactive, 2), retry);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Rank(u8);
@@ -121,15 +122,23 @@ impl Rank {
         Rank(7),
     ];
 
-    /// The rank of a class, as a retry or as an original.
-    pub const fn new(class: Class, retry: bool) -> Rank {
-        let base = if retry { 0 } else { Class::COUNT as u8 };
-        Rank(base + class as u8)
+    /// The rank of a first attempt of `class`.
+    pub const fn original(class: Class) -> Rank {
+        Rank(Class::COUNT as u8 + class as u8)
+    }
+
+    /// The rank of a retry of `class`: below every original.
+    pub const fn retry(class: Class) -> Rank {
+        Rank(class as u8)
     }
 
     /// The rank of a class at an attempt number (1 = original, more = retry; 0 counts as 1).
     pub const fn of(class: Class, attempt: u32) -> Rank {
-        Rank::new(class, attempt > 1)
+        if attempt > 1 {
+            Rank::retry(class)
+        } else {
+            Rank::original(class)
+        }
     }
 
     /// Position in the shed order, 0 (shed first) to 7 (shed last).
@@ -183,13 +192,18 @@ mod tests {
     #[test]
     fn rank_round_trips_class_and_retry() {
         for class in Class::ALL {
-            for retry in [false, true] {
-                let rank = Rank::new(class, retry);
+            for (rank, retry) in [(Rank::original(class), false), (Rank::retry(class), true)] {
                 assert_eq!(rank.class(), class);
                 assert_eq!(rank.is_retry(), retry);
                 assert_eq!(Rank::ALL[rank.index()], rank);
             }
         }
+    }
+
+    #[test]
+    fn a_second_attempt_is_a_retry() {
+        assert_eq!(Rank::of(Class::Batch, 1), Rank::original(Class::Batch));
+        assert_eq!(Rank::of(Class::Batch, 2), Rank::retry(Class::Batch));
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl Cohort {
     }
 
     /// A cohort drawn evenly, from a per-thread generator (no lock, no shared state).
-    pub fn spread() -> Cohort {
+    pub(crate) fn spread() -> Cohort {
         Cohort((random::next_u64() % Cohort::COUNT as u64) as u8)
     }
 }

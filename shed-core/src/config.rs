@@ -39,7 +39,7 @@ pub const MAX_QUEUE_CAPACITY: usize = 1 << 20;
 /// long a request may wait is bounded by time (its class's maximum wait, its
 /// deadline, and what the service is measured to deliver), so a deep queue
 /// only holds requests that can still be served in time.
-pub const DEFAULT_QUEUE_CAPACITY: usize = 1_024;
+pub(crate) const DEFAULT_QUEUE_CAPACITY: usize = 1_024;
 /// The longest accepted [`max_wait`](ShedderBuilder::max_wait) and
 /// [`min_useful_window`](ShedderBuilder::min_useful_window).
 const MAX_WAIT: Duration = Duration::from_secs(3_600);
@@ -136,7 +136,7 @@ impl ShedderBuilder {
     }
 
     /// How many requests may wait in each rank's queue: a bound on memory.
-    /// Default [`DEFAULT_QUEUE_CAPACITY`] (1,024); how long a request may
+    /// Default 1,024; how long a request may
     /// wait is bounded by time, not by this. 0 disables waiting: a full
     /// service refuses at once.
     ///

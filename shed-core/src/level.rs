@@ -5,10 +5,10 @@
 //!
 //! // Shedding all background retries and half of the batch retries:
 //! let level = Level::new(128 + 64);
-//! assert!(level.sheds(Rank::new(Class::Background, true), Cohort::MAX));
-//! assert!(level.sheds(Rank::new(Class::Batch, true), Cohort::new(63).unwrap()));
-//! assert!(!level.sheds(Rank::new(Class::Batch, true), Cohort::new(64).unwrap()));
-//! assert!(!level.sheds(Rank::new(Class::Critical, false), Cohort::MIN));
+//! assert!(level.sheds(Rank::retry(Class::Background), Cohort::MAX));
+//! assert!(level.sheds(Rank::retry(Class::Batch), Cohort::new(63).unwrap()));
+//! assert!(!level.sheds(Rank::retry(Class::Batch), Cohort::new(64).unwrap()));
+//! assert!(!level.sheds(Rank::original(Class::Critical), Cohort::MIN));
 //! ```
 
 use std::fmt;
@@ -55,7 +55,7 @@ impl Level {
     }
 
     /// How many positions a (rank, cohort) lies below the level (0 when admitted).
-    pub const fn distance_below(self, rank: Rank, cohort: Cohort) -> u16 {
+    pub(crate) const fn distance_below(self, rank: Rank, cohort: Cohort) -> u16 {
         self.0.saturating_sub(Level::position(rank, cohort))
     }
 

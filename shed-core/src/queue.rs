@@ -320,8 +320,8 @@ mod tests {
     use super::*;
     use crate::Class;
 
-    const BATCH: Rank = Rank::new(Class::Batch, false);
-    const CRITICAL: Rank = Rank::new(Class::Critical, false);
+    const BATCH: Rank = Rank::original(Class::Batch);
+    const CRITICAL: Rank = Rank::original(Class::Critical);
 
     fn push(queues: &mut WaitQueues, rank: Rank, cohort: u8) -> QueueKey {
         let cohort = Cohort::new(cohort).unwrap();

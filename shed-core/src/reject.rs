@@ -134,7 +134,7 @@ impl Rejection {
     ///
     /// ```
     /// use shed_core::{Class, Rank, RejectReason, Rejection};
-    /// let late = Rejection::deadline_exceeded(Rank::new(Class::Interactive, false));
+    /// let late = Rejection::deadline_exceeded(Rank::original(Class::Interactive));
     /// assert_eq!(late.reason(), RejectReason::DeadlineExceeded);
     /// assert!(late.retry_after().is_none());
     /// ```
@@ -185,16 +185,7 @@ pub struct RetryAfter {
 
 impl RetryAfter {
     /// A delay; zero is raised to one millisecond.
-    ///
-    /// ```
-    /// use shed_core::RetryAfter;
-    /// use std::time::Duration;
-    /// let after = RetryAfter::new(Duration::from_millis(1_200));
-    /// assert_eq!(after.as_secs(), 2);
-    /// assert_eq!(after.as_millis(), 1_200);
-    /// assert_eq!(RetryAfter::new(Duration::ZERO).as_secs(), 1);
-    /// ```
-    pub const fn new(exact: Duration) -> RetryAfter {
+    pub(crate) const fn new(exact: Duration) -> RetryAfter {
         let floor = Duration::from_millis(1);
         RetryAfter {
             exact: if exact.as_nanos() < floor.as_nanos() {
@@ -234,5 +225,32 @@ impl RetryAfter {
         } else {
             millis as u64
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_rounds_up_to_whole_seconds_and_milliseconds() {
+        let after = RetryAfter::new(Duration::from_micros(1_200_001));
+        assert_eq!(after.as_secs(), 2);
+        assert_eq!(after.as_millis(), 1_201);
+    }
+
+    #[test]
+    fn retry_after_in_whole_seconds_saturates_instead_of_wrapping_to_one() {
+        assert_eq!(RetryAfter::new(Duration::MAX).as_secs(), u64::MAX);
+        assert_eq!(RetryAfter::new(Duration::MAX).as_millis(), u64::MAX);
+        let just_below = Duration::new(u64::MAX - 1, 1);
+        assert_eq!(RetryAfter::new(just_below).as_secs(), u64::MAX);
+    }
+
+    #[test]
+    fn a_zero_retry_after_still_asks_for_a_second() {
+        let after = RetryAfter::new(Duration::ZERO);
+        assert_eq!(after.exact(), Duration::from_millis(1));
+        assert_eq!(after.as_secs(), 1);
     }
 }

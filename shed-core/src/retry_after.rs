@@ -86,21 +86,21 @@ mod tests {
 
     #[test]
     fn a_critical_original_waits_for_the_queue_to_drain() {
-        let after = compute(inputs(Rank::new(Class::Critical, false)));
+        let after = compute(inputs(Rank::original(Class::Critical)));
         assert_eq!(after.exact(), Duration::from_millis(101));
         assert_eq!(after.as_secs(), 1);
     }
 
     #[test]
     fn distance_below_the_level_adds_recovery_intervals() {
-        let mut far = inputs(Rank::new(Class::Critical, false));
+        let mut far = inputs(Rank::original(Class::Critical));
         far.distance_below_level = 80; // ten recovery steps
         assert_eq!(compute(far).exact(), Duration::from_millis(1_101));
     }
 
     #[test]
     fn unknown_drain_rate_waits_one_interval() {
-        let mut unknown = inputs(Rank::new(Class::Critical, false));
+        let mut unknown = inputs(Rank::original(Class::Critical));
         unknown.slot_time = None;
         assert_eq!(compute(unknown).exact(), Duration::from_millis(100));
     }

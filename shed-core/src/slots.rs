@@ -189,8 +189,8 @@ mod tests {
     use crate::sync::Mutex;
     use crate::Class;
 
-    const BATCH: Rank = Rank::new(Class::Batch, false);
-    const CRITICAL: Rank = Rank::new(Class::Critical, false);
+    const BATCH: Rank = Rank::original(Class::Batch);
+    const CRITICAL: Rank = Rank::original(Class::Critical);
 
     #[test]
     fn takes_up_to_the_limit() {
@@ -209,7 +209,7 @@ mod tests {
         assert_eq!(slots.take_or_wait(BATCH, &queues.lock()), TakeOrWait::Wait);
         slots.set_limit(2);
         assert!(!slots.try_take(BATCH));
-        assert!(!slots.try_take(Rank::new(Class::Background, false)));
+        assert!(!slots.try_take(Rank::original(Class::Background)));
         assert!(slots.try_take(CRITICAL));
     }
 

@@ -13,7 +13,7 @@ use shed_core::{
     ShedderBuilder, Waiter,
 };
 
-const BATCH: Rank = Rank::new(Class::Batch, false);
+const BATCH: Rank = Rank::original(Class::Batch);
 
 fn batch() -> Arrival {
     // The last cohort: the small share shed from batch never reaches it.

@@ -55,7 +55,7 @@ fn a_waiter_leaves_the_queue_once_callers_like_it_are_seen_to_hang_up() {
     // Advertising a whole second does not buy more than callers wait.
     let arrival = Arrival::new(Class::Interactive)
         .with_cohort(Cohort::MAX)
-        .with_timeout(Some(Duration::from_secs(1)));
+        .with_timeout(Duration::from_secs(1));
     let waiter = queued(shedder.admit(&arrival));
     let waits = waiter.expires_at() - clock.now();
     // The 250 ms hang-ups fall in the histogram bucket [229 ms, 262 ms).

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{build, ms, queued};
-use shed_core::{Admission, Arrival, Class, Clock, ManualClock, RejectReason, RetryAfter, Shedder};
+use shed_core::{Admission, Arrival, Class, Clock, ManualClock, RejectReason, Shedder};
 
 /// About 292 years: half of what the engine's nanosecond clock can count.
 const CENTURIES: Duration = Duration::from_nanos(u64::MAX / 2);
@@ -50,11 +50,11 @@ fn the_longest_accepted_window_and_wait_never_overflow_at_the_door() {
     drop(served);
     let _held = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
 
-    let forever = Arrival::new(Class::Interactive).with_timeout(Some(Duration::MAX));
+    let forever = Arrival::new(Class::Interactive).with_timeout(Duration::MAX);
     let mut waiting = queued(shedder.admit(&forever));
     assert!(waiting.expires_at() > clock.now());
     assert!(common::poll_once(&mut waiting).is_pending());
-    let soon = Arrival::new(Class::Interactive).with_timeout(Some(Duration::from_secs(60)));
+    let soon = Arrival::new(Class::Interactive).with_timeout(Duration::from_secs(60));
     let Admission::Rejected(refused) = shedder.admit(&soon) else {
         panic!("a minute is less than the hour-long window");
     };
@@ -68,14 +68,6 @@ fn a_deadline_centuries_away_waits_no_longer_than_its_class_allows() {
     let far = Arrival::new(Class::Batch).with_deadline(clock.now() + CENTURIES);
     let waiting = queued(shedder.admit(&far));
     assert_eq!(waiting.expires_at(), clock.now() + Duration::from_secs(1));
-}
-
-#[test]
-fn retry_after_in_whole_seconds_saturates_instead_of_wrapping_to_one() {
-    assert_eq!(RetryAfter::new(Duration::MAX).as_secs(), u64::MAX);
-    assert_eq!(RetryAfter::new(Duration::MAX).as_millis(), u64::MAX);
-    let just_below = Duration::new(u64::MAX - 1, 1);
-    assert_eq!(RetryAfter::new(just_below).as_secs(), u64::MAX);
 }
 
 #[test]

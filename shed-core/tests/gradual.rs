@@ -7,7 +7,7 @@ mod common;
 use common::{ms, wall_clock_hour, Door, Sim};
 use shed_core::{Arrival, Class, Cohort, Level, Rank, RejectReason, Shedder};
 
-const BATCH: Rank = Rank::new(Class::Batch, false);
+const BATCH: Rank = Rank::original(Class::Batch);
 const KEYS: u64 = 512;
 const WARM_UP_MS: u64 = 1_000;
 const SIMULATED_MS: u64 = 8_000;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{admitted, assert_pending, build, original, queued, ready, rejected, retry, surge};
+use common::{admitted, assert_pending, build, queued, ready, rejected, surge};
 use shed_core::{Admission, Arrival, Class, Permit, Rank, RejectReason, Shedder, Waiter};
 
 /// Polls every waiter once: exactly one must have been handed the slot.
@@ -44,15 +44,15 @@ fn waiters_of_one_rank_are_served_first_in_first_out() {
 
 /// One of each rank, arriving least important last, most important in the
 /// middle.
-const EVERY_RANK_MIXED: [Rank; 8] = [
-    original(Class::Batch),
-    retry(Class::Critical),
-    retry(Class::Background),
-    original(Class::Critical),
-    original(Class::Background),
-    original(Class::Interactive),
-    retry(Class::Interactive),
-    retry(Class::Batch),
+const EVERY_RANK_MIXED: [Rank; Rank::COUNT] = [
+    Rank::original(Class::Batch),
+    Rank::retry(Class::Critical),
+    Rank::retry(Class::Background),
+    Rank::original(Class::Critical),
+    Rank::original(Class::Background),
+    Rank::original(Class::Interactive),
+    Rank::retry(Class::Interactive),
+    Rank::retry(Class::Batch),
 ];
 
 /// Queues one waiter of each rank behind the held slot of `shedder`.
@@ -122,11 +122,11 @@ fn each_rank_has_its_own_bounded_queue() {
     let _critical = queued(shedder.admit(&Arrival::new(Class::Critical)));
     let _batch_retry = queued(shedder.admit(&Arrival::new(Class::Batch).with_attempt(2)));
     let stats = shedder.stats();
-    assert_eq!(stats.queued[original(Class::Batch).index()], 1);
-    assert_eq!(stats.queued[original(Class::Critical).index()], 1);
-    assert_eq!(stats.queued[retry(Class::Batch).index()], 1);
+    assert_eq!(stats.queued[Rank::original(Class::Batch).index()], 1);
+    assert_eq!(stats.queued[Rank::original(Class::Critical).index()], 1);
+    assert_eq!(stats.queued[Rank::retry(Class::Batch).index()], 1);
     assert_eq!(stats.queue_len(), 3);
-    assert_eq!(shedder.queue_len(original(Class::Critical)), 1);
+    assert_eq!(shedder.queue_len(Rank::original(Class::Critical)), 1);
 }
 
 #[test]
@@ -298,7 +298,7 @@ fn interactive_in_a_hurry_behind_critical(
 ) -> (Waiter, Vec<Waiter>) {
     let hurried = Arrival::new(Class::Interactive)
         .with_cohort(shed_core::Cohort::MAX)
-        .with_timeout(Some(left));
+        .with_timeout(left);
     let hurried = queued(shedder.admit(&hurried));
     let critical = (0..ahead)
         .map(|_| queued(shedder.admit(&Arrival::new(Class::Critical))))
@@ -324,7 +324,7 @@ fn once_the_level_sheds_the_order_is_strict_even_for_a_waiter_in_a_hurry() {
     assert!(shedder.try_admit(&Arrival::new(Class::Batch)).is_err());
     let level = shedder.level();
     assert!(level > shed_core::Level::NONE);
-    assert!(!level.sheds(common::original(Class::Interactive), shed_core::Cohort::MAX));
+    assert!(!level.sheds(Rank::original(Class::Interactive), shed_core::Cohort::MAX));
     // While the level sheds, a request waits no longer than the service
     // takes: one critical request may queue. The interactive one queued
     // first and has 5 ms left to start when the slot comes back, where the

@@ -62,9 +62,9 @@ fn lower_ranks_are_told_to_wait_longer_in_the_shed_order() {
 #[test]
 fn less_important_classes_are_told_to_wait_longer() {
     let (shedder, _clock, _held) = full(Shedder::builder().retry_after_jitter(0.0));
-    for retry in [false, true] {
+    for attempt in [1, 2] {
         for pair in Class::ALL.windows(2) {
-            let (less, more) = (Rank::new(pair[0], retry), Rank::new(pair[1], retry));
+            let (less, more) = (Rank::of(pair[0], attempt), Rank::of(pair[1], attempt));
             assert!(retry_after(&shedder, at(less)) > retry_after(&shedder, at(more)));
         }
     }
@@ -75,12 +75,12 @@ fn a_retry_is_told_to_wait_longer_than_any_original() {
     let (shedder, _clock, _held) = full(Shedder::builder().retry_after_jitter(0.0));
     let shortest_retry = Class::ALL
         .iter()
-        .map(|class| retry_after(&shedder, at(Rank::new(*class, true))))
+        .map(|class| retry_after(&shedder, at(Rank::retry(*class))))
         .min()
         .unwrap();
     let longest_original = Class::ALL
         .iter()
-        .map(|class| retry_after(&shedder, at(Rank::new(*class, false))))
+        .map(|class| retry_after(&shedder, at(Rank::original(*class))))
         .max()
         .unwrap();
     assert!(shortest_retry > longest_original);
@@ -141,7 +141,7 @@ fn ranks_further_below_the_level_are_told_to_wait_longer() {
         assert_eq!(refused.reason(), RejectReason::Shed);
         refused.retry_after().unwrap()
     };
-    let below_batch = &Rank::ALL[..Rank::new(Class::Batch, false).index()];
+    let below_batch = &Rank::ALL[..Rank::original(Class::Batch).index()];
     for pair in below_batch.windows(2) {
         let first = common::arrival_at(pair[0]).with_cohort(Cohort::MIN);
         let second = common::arrival_at(pair[1]).with_cohort(Cohort::MIN);

@@ -115,7 +115,7 @@ fn no_rank_is_shed_while_a_less_important_rank_still_has_admitted_cohorts() {
 fn critical_originals_are_shed_last_and_never_whole() {
     let history = sustained_overload();
     let first = first_shed(&history);
-    let critical = Rank::new(Class::Critical, false);
+    let critical = Rank::original(Class::Critical);
     let critical_at = first[critical.index()].expect("critical originals were shed");
     for rank in &Rank::ALL[..critical.index()] {
         assert!(

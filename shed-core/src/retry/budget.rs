@@ -17,10 +17,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Tenths of a retry earned by one admitted original.
-pub const EARN_TENTHS: u64 = 1;
+pub(crate) const EARN_TENTHS: u64 = 1;
 
 /// Tenths of a retry spent by one retry.
-pub const RETRY_COST_TENTHS: u64 = 10;
+pub(crate) const RETRY_COST_TENTHS: u64 = 10;
 
 /// A token bucket of retries, counted in integer tenths, shared by every
 /// operation of a client: a [`Retrier`](super::Retrier) holds one in an
@@ -99,7 +99,7 @@ impl RetryBudget {
         }
     }
 
-    /// Credits one admitted original with [`EARN_TENTHS`], up to the cap.
+    /// Credits one admitted original with a tenth of a retry, up to the cap.
     ///
     /// Call it once per original that was actually sent (as
     /// [`Retrier::begin`](super::Retrier::begin) does); never for retries,
@@ -122,7 +122,7 @@ impl RetryBudget {
             });
     }
 
-    /// Spends [`RETRY_COST_TENTHS`] for one retry if the balance holds them;
+    /// Spends ten tenths for one retry if the balance holds them;
     /// returns whether it did. Never overdraws, whatever the contention.
     ///
     /// ```

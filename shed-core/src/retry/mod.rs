@@ -82,7 +82,7 @@ mod retrier;
 mod stats;
 
 pub use backoff::Backoff;
-pub use budget::{RetryBudget, EARN_TENTHS, RETRY_COST_TENTHS};
+pub use budget::RetryBudget;
 pub use builder::RetrierBuilder;
 pub use decision::{Decision, Reason};
 pub use eligibility::{Replay, RetryableSet};

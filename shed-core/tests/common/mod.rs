@@ -96,16 +96,6 @@ pub fn arrival_at(rank: Rank) -> Arrival {
     Arrival::new(rank.class()).with_attempt(if rank.is_retry() { 2 } else { 1 })
 }
 
-/// An original request of `class`.
-pub const fn original(class: Class) -> Rank {
-    Rank::new(class, false)
-}
-
-/// A retry of `class`.
-pub const fn retry(class: Class) -> Rank {
-    Rank::new(class, true)
-}
-
 #[track_caller]
 pub fn admitted(admission: Admission) -> Permit {
     match admission {
