@@ -273,7 +273,7 @@ impl ShedderBuilder {
     ///
     /// // No request of this service finishes in under 20 ms.
     /// let shedder = Shedder::builder().min_useful_window(Duration::from_millis(20)).build()?;
-    /// let hurried = Arrival::new(Class::Interactive).with_timeout(Some(Duration::from_millis(10)));
+    /// let hurried = Arrival::new(Class::Interactive).with_timeout(Duration::from_millis(10));
     /// let rejection = shedder.try_admit(&hurried).unwrap_err();
     /// assert_eq!(rejection.reason(), RejectReason::DeadlineUnmeetable);
     /// # Ok::<(), shed_core::ConfigError>(())
