@@ -13,7 +13,10 @@
 //! `serve` with a policy naming `true` calibrates its service first (shorter
 //! with `--quick`); `--threads 1` runs it on a one-thread runtime (0, the
 //! default: one per CPU); `--exit-with-stdin` ends it when its stdin closes
-//! (how the lab's child servers never outlive the lab).
+//! (how the lab's child servers never outlive the lab). A shed engine's
+//! settings change while it serves: `PUT /admin/shed/limit_bounds/4/64`,
+//! `.../target_sojourn_ms/20`, `.../max_wait_ms/batch/300`, `.../limit/12`,
+//! `.../retry_after_cap_s/5` (see `tuning.rs`).
 //!
 //! Policies: `none`, `tower@N`, `shed` (engine defaults), `shed@N`, with `N`
 //! a number or `true` (the true concurrency the calibration finds).
@@ -47,6 +50,7 @@ mod server;
 mod soak;
 mod target;
 mod trial;
+mod tuning;
 mod work;
 
 use std::{

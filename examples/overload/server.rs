@@ -3,9 +3,9 @@
 //! `downstream.rs` or the CPU work of `cpu.rs`), under one admission policy.
 //!
 //! `/stats` (JSON: the service's state and work counters, and the shed
-//! engine's stats under `shed`), `/admin/slowdown/{percent}` and
-//! `/admin/seed/{seed}` are merged after the policy layer, so they are never
-//! shed.
+//! engine's stats under `shed`), `/admin/slowdown/{percent}`,
+//! `/admin/seed/{seed}` and the engine's settings at `/admin/shed/...`
+//! (`tuning.rs`) are merged after the policy layer, so they are never shed.
 
 use std::{
     fmt,
@@ -30,6 +30,7 @@ use crate::{
     downstream::{Closed, Downstream, ServiceTime},
     policy::ServerPolicy,
     request_deadline::{self, Arrived},
+    tuning,
     work::ClassStats,
 };
 
@@ -440,6 +441,7 @@ fn app(
                 std::future::ready(StatusCode::NO_CONTENT)
             }),
         )
+        .merge(tuning::routes(control.shedder.clone()))
         // Outermost, so the stamp is taken before any policy layer runs.
         .layer(axum::middleware::map_request(
             request_deadline::stamp_arrival,

@@ -1,8 +1,9 @@
 //! The future types of [`Shed`](crate::Shed).
 //!
-//! A request through the layer is refused at the door, queued for a slot, or
-//! served at once; a queued one is then served or refused, and a served one
-//! answers, or is cut off at its deadline. [`ResponseFuture`] is that journey
+//! A request through the layer is let through unjudged (bypassed), refused
+//! at the door, queued for a slot, or served at once; a queued one is then
+//! served or refused, and a served one answers, or is cut off at its
+//! deadline. [`ResponseFuture`] is that journey
 //! as a state machine whose every state waits on one thing.
 
 use std::future::Future;
@@ -16,6 +17,7 @@ use pin_project_lite::pin_project;
 use shed_core::{Permit, Rejection, Waiter};
 use tokio::time::{Instant, Sleep};
 use tower::Service;
+use tracing::instrument::{Instrument, Instrumented};
 
 use crate::body::ShedBody;
 use crate::classify::Classification;
@@ -28,8 +30,9 @@ use crate::reject::deadline_answer;
 const POLLED_AFTER_COMPLETION: &str = "ResponseFuture polled after completion";
 
 pin_project! {
-    /// The response future of [`Shed`](crate::Shed): refused at once, queued
-    /// for a slot, or served under the request's deadline. Not boxed.
+    /// The response future of [`Shed`](crate::Shed): bypassed, refused at
+    /// once, queued for a slot, or served under the request's deadline. Not
+    /// boxed.
     ///
     /// # Cancel safety
     ///
@@ -60,10 +63,15 @@ pin_project! {
         // The inner service at work, holding a slot, until the deadline.
         Serving {
             #[pin]
-            call: UnderDeadline<S::Future>,
+            call: UnderDeadline<Instrumented<S::Future>>,
             permit: Option<HeldPermit>,
             classification: Classification,
             release_on: ReleaseOn,
+        },
+        // Let through unjudged: the inner service's answer as it is.
+        Bypassed {
+            #[pin]
+            call: S::Future,
         },
         // Answered by shed: refused, or cut off at the deadline.
         Refused {
@@ -108,6 +116,13 @@ where
                     config,
                 }),
             },
+        }
+    }
+
+    /// Passes the inner service's answer through, holding nothing.
+    pub(crate) fn bypassed(call: S::Future) -> Self {
+        ResponseFuture {
+            state: State::Bypassed { call },
         }
     }
 
@@ -161,6 +176,12 @@ where
                         });
                     }
                 },
+                StateProj::Bypassed { call } => {
+                    let result = ready!(call.poll(cx));
+                    return Poll::Ready(
+                        result.map(|response| response.map(|body| ShedBody::inner(body, None))),
+                    );
+                }
                 StateProj::Refused { response } => {
                     return Poll::Ready(Ok(response.take().expect(POLLED_AFTER_COMPLETION)));
                 }
@@ -181,13 +202,22 @@ where
         classification: Classification,
         release_on: ReleaseOn,
     ) -> Self {
-        tracing::trace!(
-            target: "shed",
-            class = classification.class().as_str(),
-            attempt = classification.attempt(),
-            queued_ms = permit.queued().as_millis() as u64,
-            "admitted"
-        );
+        // The handler's own spans nest in this one; its events carry the
+        // admission facts. Checked first: with no subscriber, the span
+        // macro's fallback alone costs about 400 instructions a request
+        // (`.ci/instructions --compare`, router_admit_shed).
+        let span = if tracing::level_enabled!(tracing::Level::INFO) {
+            tracing::info_span!(
+                target: "shed",
+                "shed.request",
+                class = classification.class().as_str(),
+                attempt = classification.attempt(),
+                queued_ms = permit.queued().as_millis() as u64,
+            )
+        } else {
+            tracing::Span::none()
+        };
+        tracing::trace!(target: "shed", parent: &span, "admitted");
         let deadline = permit.deadline();
         request.extensions_mut().insert(Admitted {
             class: classification.class(),
@@ -197,7 +227,7 @@ where
         });
         State::Serving {
             call: UnderDeadline {
-                future: inner.call(request),
+                future: span.in_scope(|| inner.call(request)).instrument(span),
                 deadline: deadline.map(|at| tokio::time::sleep_until(at.into())),
             },
             permit: Some(HeldPermit::new(permit)),

@@ -135,6 +135,61 @@ where
     }
 }
 
+/// Picks the requests the layer lets through unjudged: health checks,
+/// metrics scrapes, admin routes.
+///
+/// A bypassed request is never shed, never queued and takes no slot, and
+/// the engine learns nothing from it: the controller's queue delays, the
+/// adaptive limit's hold times and the class counters never see it. It is
+/// only counted, as [`Stats::bypassed`](shed_core::Stats::bypassed). Cheap
+/// requests judged with the rest would pull the adaptive limit's no-load
+/// baseline down (Netflix concurrency-limits #165); bypassing them keeps
+/// the baseline the real work's.
+///
+/// Unlike a route mounted outside the layer, it can pick requests anywhere
+/// in a router (by header, say, or a probe's user agent), and they are
+/// counted in the engine's stats.
+///
+/// Implemented for every `Fn(&RequestHead<'_>) -> bool`. Set with
+/// [`ShedLayer::bypass`](crate::ShedLayer::bypass).
+///
+/// # On the request path
+///
+/// It runs inside [`Service::call`](tower::Service::call) for every request
+/// that reaches the layer, before anything else, and is bound by
+/// [the rule of the other hooks](ClassifyRequest#on-the-request-path):
+/// quick, never blocking, never panicking.
+///
+/// ```
+/// use shed_axum::{BypassRequest, RequestHead, ShedLayer};
+/// use shed_core::Shedder;
+///
+/// /// Kubernetes' probes and the Prometheus scraper.
+/// struct Probes;
+///
+/// impl BypassRequest for Probes {
+///     fn bypass(&self, head: &RequestHead<'_>) -> bool {
+///         matches!(head.uri.path(), "/healthz" | "/readyz" | "/metrics")
+///     }
+/// }
+///
+/// let layer = ShedLayer::new(Shedder::builder().build()?).bypass(Probes);
+/// # Ok::<(), shed_core::ConfigError>(())
+/// ```
+pub trait BypassRequest: Send + Sync + 'static {
+    /// Whether the request with this head goes through unjudged.
+    fn bypass(&self, head: &RequestHead<'_>) -> bool;
+}
+
+impl<F> BypassRequest for F
+where
+    F: Fn(&RequestHead<'_>) -> bool + Send + Sync + 'static,
+{
+    fn bypass(&self, head: &RequestHead<'_>) -> bool {
+        self(head)
+    }
+}
+
 /// Replaces shed's answer to a refused request.
 ///
 /// Implemented for every

@@ -21,6 +21,7 @@
 //! Layers of one engine sit side by side, not nested: see
 //! [Nesting](ShedLayer#nesting).
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +31,7 @@ use tower::Layer;
 
 use crate::body::ShedBody;
 use crate::classify::{Classification, ClassifyRules};
-use crate::hook::{ClassifyRequest, MakeCohortKey, OnRejection, RequestHead};
+use crate::hook::{BypassRequest, ClassifyRequest, MakeCohortKey, OnRejection, RequestHead};
 use crate::reject::{GrpcOverloadStatus, Responder};
 use crate::Shed;
 
@@ -92,6 +93,7 @@ impl ShedLayer {
         ShedLayer {
             shedder,
             config: Arc::new(Config {
+                bypass: None,
                 rules: ClassifyRules::default(),
                 responder: Responder::default(),
                 release_on: ReleaseOn::default(),
@@ -213,6 +215,33 @@ impl ShedLayer {
     /// ```
     pub fn cohort_key(self, key: impl MakeCohortKey) -> ShedLayer {
         self.edit(|config| config.rules.cohort_key_hook = Some(Arc::new(key)))
+    }
+
+    /// Lets the requests `hook` picks through unjudged: never shed, never
+    /// queued, taking no slot, and unseen by the controller and the
+    /// adaptive limit; only counted ([`Stats::bypassed`](shed_core::Stats::bypassed)).
+    /// For health checks, metrics scrapes and admin routes, whose cheap
+    /// answers would otherwise pull the adaptive limit's no-load baseline
+    /// down. Default: none.
+    ///
+    /// It runs first, for every request, and must never block or panic
+    /// (see [`BypassRequest`]). A closure takes its argument type spelled out:
+    ///
+    /// ```
+    /// use axum::{routing::get, Router};
+    /// use shed_axum::{RequestHead, ShedLayer};
+    /// use shed_core::Shedder;
+    ///
+    /// let layer = ShedLayer::new(Shedder::builder().build()?)
+    ///     .bypass(|head: &RequestHead<'_>| head.uri.path() == "/healthz");
+    /// let app: Router = Router::new()
+    ///     .route("/search", get(|| async { "results" }))
+    ///     .route("/healthz", get(|| async { "ok" }))
+    ///     .layer(layer);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn bypass(self, hook: impl BypassRequest) -> ShedLayer {
+        self.edit(|config| config.bypass = Some(Arc::new(hook)))
     }
 
     /// The deadline of requests that send none (default: no deadline). A
@@ -345,14 +374,31 @@ impl<S> Layer<S> for ShedLayer {
 
 /// Everything a layer's services share, behind one `Arc`: cloning a service,
 /// or keeping a queued request's config, costs one reference count.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct Config {
+    bypass: Option<Arc<dyn BypassRequest>>,
     rules: ClassifyRules,
     responder: Responder,
     release_on: ReleaseOn,
 }
 
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("bypass", &self.bypass.is_some())
+            .field("rules", &self.rules)
+            .field("responder", &self.responder)
+            .field("release_on", &self.release_on)
+            .finish()
+    }
+}
+
 impl Config {
+    /// Whether the request goes through unjudged (see [`BypassRequest`]).
+    pub(crate) fn bypasses(&self, head: &RequestHead<'_>) -> bool {
+        self.bypass.as_ref().is_some_and(|hook| hook.bypass(head))
+    }
+
     /// What the head of a request says about it.
     pub(crate) fn classify(&self, head: &RequestHead<'_>) -> Classification {
         self.rules.classify(head)

@@ -55,7 +55,7 @@ pub use clock::TokioClock;
 pub use extract::{Admitted, Deadline};
 #[cfg(feature = "axum")]
 pub use extract::{DeadlineRejection, MissingDeadline, MissingShedLayer};
-pub use hook::{ClassifyRequest, MakeCohortKey, OnRejection, RequestHead};
+pub use hook::{BypassRequest, ClassifyRequest, MakeCohortKey, OnRejection, RequestHead};
 pub use layer::{ReleaseOn, ShedLayer};
 pub use reject::GrpcOverloadStatus;
 pub use service::Shed;

@@ -60,7 +60,7 @@ pub fn to_json(stats: &Stats) -> String {
     let mut out = String::with_capacity(1_024);
     let _ = write!(
         out,
-        r#"{{"limit":{},"limit_min":{},"limit_max":{},"in_flight":{},"queue_len":{},"level":{},"level_text":"{}","#,
+        r#"{{"limit":{},"limit_min":{},"limit_max":{},"in_flight":{},"queue_len":{},"level":{},"level_text":"{}","bypassed":{},"#,
         stats.limit,
         stats.limit_bounds.0,
         stats.limit_bounds.1,
@@ -68,6 +68,7 @@ pub fn to_json(stats: &Stats) -> String {
         stats.queue_len(),
         stats.level.get(),
         stats.level,
+        stats.bypassed,
     );
     match &stats.adaptive {
         Some(adaptive) => {

@@ -23,6 +23,7 @@
 
 use std::error::Error;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -360,20 +361,9 @@ impl ShedderBuilder {
                 ),
             );
         }
+        let mut max_wait = [0; Class::COUNT];
         for class in Class::ALL {
-            let wait = self.max_wait[class.index()];
-            if wait.is_zero() {
-                return fail(
-                    "max_wait",
-                    format!("for {class} is zero; give it a positive wait, or set queue_capacity(0) to disable waiting"),
-                );
-            }
-            if wait > MAX_WAIT {
-                return fail(
-                    "max_wait",
-                    format!("for {class} is {wait:?}; set it to at most an hour (a request that waits longer has long been given up on)"),
-                );
-            }
+            max_wait[class.index()] = check_max_wait(class, self.max_wait[class.index()])?;
         }
         if self.min_useful_window > MAX_WAIT {
             return fail(
@@ -393,15 +383,7 @@ impl ShedderBuilder {
                 ),
             );
         }
-        if self.target_sojourn.is_zero() || self.target_sojourn >= self.interval {
-            return fail(
-                "target_sojourn",
-                format!(
-                    "is {:?}; set it above zero and below the interval ({:?})",
-                    self.target_sojourn, self.interval
-                ),
-            );
-        }
+        let target_sojourn = check_target_sojourn(self.target_sojourn, nanos(self.interval))?;
         if self.interval_completions == 0 {
             return fail(
                 "interval_completions",
@@ -420,14 +402,7 @@ impl ShedderBuilder {
                 format!("is {}; set it from 1 to 1024 cohorts", self.recovery_step),
             );
         }
-        if self.retry_after_cap < Duration::from_secs(1)
-            || self.retry_after_cap > Duration::from_secs(86_400)
-        {
-            return fail(
-                "retry_after_cap",
-                format!("is {:?}; set it from 1 s to 1 day", self.retry_after_cap),
-            );
-        }
+        let retry_after_cap = check_retry_after_cap(self.retry_after_cap)?;
         if !(0.0..=1.0).contains(&self.retry_after_jitter) {
             return fail(
                 "retry_after_jitter",
@@ -440,18 +415,54 @@ impl ShedderBuilder {
         Ok(Config {
             limit,
             queue_capacity,
-            max_wait: self.max_wait.map(nanos),
-            target_sojourn: nanos(self.target_sojourn),
+            live: Live::new(max_wait, target_sojourn, retry_after_cap),
             interval: nanos(self.interval),
             interval_completions: self.interval_completions,
             shed_share: self.shed_share,
             recovery_step: self.recovery_step,
             min_useful_window: nanos(self.min_useful_window),
-            retry_after_cap: nanos(self.retry_after_cap),
             retry_after_jitter: (self.retry_after_jitter * JITTER_ONE as f64).round() as u64,
             clock: self.clock,
         })
     }
+}
+
+/// Checks a class's maximum wait; in nanoseconds.
+pub(crate) fn check_max_wait(class: Class, wait: Duration) -> Result<u64, ConfigError> {
+    let problem = if wait.is_zero() {
+        format!("for {class} is zero; give it a positive wait, or set queue_capacity(0) to disable waiting")
+    } else if wait > MAX_WAIT {
+        format!("for {class} is {wait:?}; set it to at most an hour (a request that waits longer has long been given up on)")
+    } else {
+        return Ok(nanos(wait));
+    };
+    Err(ConfigError::new("max_wait", problem))
+}
+
+/// Checks the queue-delay target against the controller's interval (in
+/// nanoseconds); in nanoseconds.
+pub(crate) fn check_target_sojourn(target: Duration, interval: u64) -> Result<u64, ConfigError> {
+    if target.is_zero() || nanos(target) >= interval {
+        return Err(ConfigError::new(
+            "target_sojourn",
+            format!(
+                "is {target:?}; set it above zero and below the interval ({:?})",
+                Duration::from_nanos(interval)
+            ),
+        ));
+    }
+    Ok(nanos(target))
+}
+
+/// Checks the Retry-After cap; in nanoseconds.
+pub(crate) fn check_retry_after_cap(cap: Duration) -> Result<u64, ConfigError> {
+    if cap < Duration::from_secs(1) || cap > Duration::from_secs(86_400) {
+        return Err(ConfigError::new(
+            "retry_after_cap",
+            format!("is {cap:?}; set it from 1 s to 1 day"),
+        ));
+    }
+    Ok(nanos(cap))
 }
 
 /// Checks a concurrency limit.
@@ -502,17 +513,71 @@ impl LimitConfig {
 pub(crate) struct Config {
     pub(crate) limit: LimitConfig,
     pub(crate) queue_capacity: usize,
-    pub(crate) max_wait: [u64; Class::COUNT],
-    pub(crate) target_sojourn: u64,
+    /// The settings an operator may change while the engine runs.
+    pub(crate) live: Live,
     pub(crate) interval: u64,
     pub(crate) interval_completions: u32,
     pub(crate) shed_share: f64,
     pub(crate) recovery_step: u16,
     pub(crate) min_useful_window: u64,
-    pub(crate) retry_after_cap: u64,
     /// In 1/65,536ths.
     pub(crate) retry_after_jitter: u64,
     pub(crate) clock: Arc<dyn Clock>,
+}
+
+/// The settings an operator may change on a running engine
+/// ([`Shedder::set_max_wait`], [`Shedder::set_target_sojourn`],
+/// [`Shedder::set_retry_after_cap`]), in nanoseconds, checked before they
+/// are stored. Each is read with one relaxed load where it is used, so a
+/// change takes effect for the next request.
+///
+/// # Memory ordering
+///
+/// `Relaxed`: each setting stands alone, and a request that reads the old
+/// value an instant after the change is as right as one that came an
+/// instant before it.
+#[derive(Debug)]
+pub(crate) struct Live {
+    max_wait: [AtomicU64; Class::COUNT],
+    target_sojourn: AtomicU64,
+    retry_after_cap: AtomicU64,
+}
+
+impl Live {
+    fn new(max_wait: [u64; Class::COUNT], target_sojourn: u64, retry_after_cap: u64) -> Live {
+        Live {
+            max_wait: max_wait.map(AtomicU64::new),
+            target_sojourn: AtomicU64::new(target_sojourn),
+            retry_after_cap: AtomicU64::new(retry_after_cap),
+        }
+    }
+
+    /// The longest a request of `class` may wait for a slot.
+    pub(crate) fn max_wait(&self, class: Class) -> u64 {
+        self.max_wait[class.index()].load(Ordering::Relaxed)
+    }
+
+    /// The queue delay the controller tolerates.
+    pub(crate) fn target_sojourn(&self) -> u64 {
+        self.target_sojourn.load(Ordering::Relaxed)
+    }
+
+    /// The longest Retry-After computed.
+    pub(crate) fn retry_after_cap(&self) -> u64 {
+        self.retry_after_cap.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_max_wait(&self, class: Class, wait: u64) {
+        self.max_wait[class.index()].store(wait, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_target_sojourn(&self, target: u64) {
+        self.target_sojourn.store(target, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_retry_after_cap(&self, cap: u64) {
+        self.retry_after_cap.store(cap, Ordering::Relaxed);
+    }
 }
 
 /// A setting [`ShedderBuilder::build`] refused, with what to do about it.

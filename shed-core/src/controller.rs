@@ -104,6 +104,20 @@ impl Controller {
         Level::new(self.level.load(Ordering::Relaxed) as u16)
     }
 
+    /// The level as the next request at `now` would find it, for readers
+    /// (stats, metrics) that must not show an idle service as shedding:
+    /// after [`IDLE_INTERVALS_TO_RESET`] intervals without an event, the
+    /// next close resets the level (see [`update`](Controller::update)),
+    /// so a reading in that silence reports the reset without making it.
+    pub(crate) fn level_at(&self, now: u64, config: &Config) -> Level {
+        let silence = now.saturating_sub(self.last_update.load(Ordering::Relaxed));
+        if is_idle(silence, config) {
+            Level::NONE
+        } else {
+            self.level()
+        }
+    }
+
     /// The period that caller keys are hashed with: the wall-clock hour,
     /// refreshed each interval, so a fleet agrees on it.
     pub(crate) fn cohort_period(&self) -> u64 {
@@ -301,7 +315,7 @@ impl Controller {
         // Idleness wins: after so long without a single event, any sojourn
         // measured or carried is from before the silence and says nothing
         // about now.
-        let idle = elapsed >= config.interval.saturating_mul(IDLE_INTERVALS_TO_RESET);
+        let idle = is_idle(elapsed, config);
         if idle {
             self.carried.iter().for_each(Carried::reset);
         }
@@ -329,7 +343,7 @@ impl Controller {
         // a shorter wait is no sign of a standing queue, so the target is
         // never below it (this matters for slow services with few slots).
         let natural_wait = self.slot_time(limit).map_or(0, |slot_time| slot_time / 2);
-        let target = config.target_sojourn.max(natural_wait);
+        let target = config.live.target_sojourn().max(natural_wait);
         let standing_queue = min_sojourn != NO_SAMPLE && min_sojourn > target;
         let arrivals: u64 = passed.iter().sum();
         let hang_up_wave =
@@ -369,6 +383,12 @@ impl Controller {
             overloaded: overloaded && !idle,
         }
     }
+}
+
+/// Whether `silence` nanoseconds without an event is long enough that no
+/// measurement from before it says anything about now.
+fn is_idle(silence: u64, config: &Config) -> bool {
+    silence >= config.interval.saturating_mul(IDLE_INTERVALS_TO_RESET)
 }
 
 /// What closing an interval found.

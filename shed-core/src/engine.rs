@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::arrival::{CohortSource, DeadlineSource};
-use crate::config::{nanos, Config, LimitConfig};
+use crate::config::{nanos, Config, LimitConfig, Live};
 use crate::controller::Controller;
 use crate::limit::{Ending, Estimator, Sampler};
 use crate::patience::Patience;
 use crate::queue::{CellState, Entry, QueueGuard, QueueKey, WaitQueues};
 use crate::retry_after::{self, Inputs};
+use crate::shedding_log::{SheddingLog, Snapshot};
 use crate::slots::{Slots, TakeOrWait};
 use crate::stats::{Counters, Outcome};
 use crate::sync::Mutex;
@@ -63,6 +64,8 @@ pub(crate) struct Engine {
     /// predicted with it, since a probe's cut lasts only a round.
     sustained_limit: AtomicU32,
     counters: Counters,
+    /// Warns when shedding starts and stops.
+    shedding_log: SheddingLog,
 }
 
 impl Engine {
@@ -84,6 +87,7 @@ impl Engine {
             queue_lens: Default::default(),
             sustained_limit: AtomicU32::new(config.limit.initial()),
             counters: Counters::default(),
+            shedding_log: SheddingLog::new(),
             config,
         }
     }
@@ -124,9 +128,10 @@ impl Engine {
         self.slots.in_flight()
     }
 
-    /// The admission level now.
+    /// The admission level as the next request would find it (an idle
+    /// service reads as not shedding: see [`Controller::level_at`]).
     pub(crate) fn level(&self) -> Level {
-        self.controller.level()
+        self.controller.level_at(self.now(), &self.config)
     }
 
     /// Requests waiting in `rank`'s queue now, read without the queue lock.
@@ -138,20 +143,30 @@ impl Engine {
     /// limit it takes the estimator's lock.
     pub(crate) fn stats(&self) -> Stats {
         let limit = self.slots.limit();
+        let (limit_bounds, adaptive) = match &self.estimator {
+            Some(estimator) => {
+                let estimator = estimator.lock();
+                (estimator.bounds(), Some(estimator.beliefs().into()))
+            }
+            None => (self.config.limit.bounds(), None),
+        };
         Stats {
             limit,
-            limit_bounds: self.config.limit.bounds(),
-            adaptive: self
-                .estimator
-                .as_ref()
-                .map(|estimator| estimator.lock().beliefs().into()),
+            limit_bounds,
+            adaptive,
             in_flight: self.slots.in_flight(),
             queued: Rank::ALL.map(|rank| self.queue_len(rank)),
-            level: self.controller.level(),
+            level: self.level(),
             recent_sojourn: self.controller.recent_sojourn(),
             drain_rate: self.controller.drain_rate(limit),
             classes: Class::ALL.map(|class| self.counters.class(class)),
+            bypassed: self.counters.bypassed(),
         }
+    }
+
+    /// Counts a request let through unjudged; nothing else sees it.
+    pub(crate) fn count_bypassed(&self) {
+        self.counters.count_bypassed();
     }
 
     /// The limit the service is held to sustain (see the field).
@@ -290,7 +305,7 @@ impl Engine {
         let max_wait = [self.patience_budget(class), longest_wait]
             .into_iter()
             .flatten()
-            .fold(self.config.max_wait[class.index()], u64::min);
+            .fold(self.config.live.max_wait(class), u64::min);
         let max_wait_ends = now.saturating_add(max_wait);
         let last_useful =
             deadline.map(|deadline| deadline.saturating_sub(self.useful_window_when_waiting()));
@@ -335,7 +350,7 @@ impl Engine {
                 distance_below_level: self.controller.level().distance_below(rank, cohort),
                 recovery_step: self.config.recovery_step,
                 interval: self.config.interval,
-                cap: self.config.retry_after_cap,
+                cap: self.config.live.retry_after_cap(),
                 jitter: self.config.retry_after_jitter,
                 sample: random::next_u64() >> 48,
             })
@@ -472,7 +487,8 @@ impl Engine {
         self.controller
             .slot_time(self.slots.limit())
             .map(|slot_time| {
-                (slot_time.saturating_mul(u64::from(waiters))).max(self.config.target_sojourn)
+                (slot_time.saturating_mul(u64::from(waiters)))
+                    .max(self.config.live.target_sojourn())
             })
     }
 
@@ -552,6 +568,11 @@ impl Engine {
         let closed =
             self.controller
                 .update(&claim, now, self.sustained_limit(), hang_ups, &self.config);
+        self.shedding_log
+            .observe(now, self.controller.level(), || Snapshot {
+                limit: self.slots.limit(),
+                queue_delay: self.controller.recent_sojourn(),
+            });
         if let Some(estimator) = &mut estimator {
             if estimator.on_interval(self.sampler.take(closed)) {
                 self.sampler.new_epoch();
@@ -627,6 +648,27 @@ impl Engine {
                 self.apply_limit(limit, now);
             }
         }
+    }
+
+    /// Moves an adaptive limit's bounds; `false` when the limit is pinned.
+    pub(crate) fn set_limit_bounds(&self, min: u32, max: u32) -> bool {
+        let Some(estimator) = &self.estimator else {
+            return false;
+        };
+        let mut estimator = estimator.lock();
+        estimator.set_bounds(min, max);
+        self.follow(&estimator, self.now());
+        true
+    }
+
+    /// The settings an operator may change while the engine runs.
+    pub(crate) fn live(&self) -> &Live {
+        &self.config.live
+    }
+
+    /// The controller's interval, nanoseconds.
+    pub(crate) fn interval(&self) -> u64 {
+        self.config.interval
     }
 
     /// Puts the adaptive limit's decision in force: its limit, and the one

@@ -52,6 +52,7 @@ pub mod retry;
 mod retry_after;
 mod service_time;
 mod shedder;
+mod shedding_log;
 mod slots;
 mod stats;
 mod sync;

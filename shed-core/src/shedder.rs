@@ -17,12 +17,12 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::{
-    Admission, Arrival, ConfigError, Level, Permit, Rank, Rejection, ShedderBuilder, Stats,
+    Admission, Arrival, Class, ConfigError, Level, Permit, Rank, Rejection, ShedderBuilder, Stats,
 };
 
 /// Admission control for one service: a concurrency limit, priority wait
@@ -117,12 +117,119 @@ impl Shedder {
         Ok(())
     }
 
+    /// Moves the bounds of an adaptive limit (an operator's hand): a limit
+    /// outside them is brought inside at once, handing new slots to
+    /// waiters or letting the excess drain as requests complete; the limit
+    /// goes on adapting within them.
+    ///
+    /// ```
+    /// use shed_core::{AdaptiveLimit, Shedder};
+    ///
+    /// let shedder = Shedder::builder().adaptive_limit(AdaptiveLimit::new().initial(32)).build()?;
+    /// // During an incident: the database behind takes no more than 16 at once.
+    /// shedder.set_limit_bounds(1, 16)?;
+    /// assert_eq!(shedder.limit(), 16);
+    /// assert_eq!(shedder.stats().limit_bounds, (1, 16));
+    /// // Checked as the builder checks: an empty range is refused, nothing changes.
+    /// assert!(shedder.set_limit_bounds(20, 10).is_err());
+    /// assert_eq!(shedder.stats().limit_bounds, (1, 16));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When a bound is 0 or above [`MAX_LIMIT`](crate::config::MAX_LIMIT),
+    /// when `min > max`, or when the limit is pinned (built with
+    /// [`ShedderBuilder::limit`]: change it with [`set_limit`](Shedder::set_limit)).
+    pub fn set_limit_bounds(&self, min: usize, max: usize) -> Result<(), ConfigError> {
+        let (min, max) = crate::limit::check_bounds(min, max)?;
+        if self.engine.set_limit_bounds(min, max) {
+            Ok(())
+        } else {
+            Err(ConfigError::new(
+                "limit_bounds",
+                "apply to an adaptive limit, and this one is pinned (built with .limit(n)); change it with set_limit".to_string(),
+            ))
+        }
+    }
+
+    /// Changes how long a request of `class` may wait for a slot, from the
+    /// next request on; those already waiting keep the wait they were given.
+    /// Checked as [`ShedderBuilder::max_wait`] is.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::{Class, Shedder};
+    ///
+    /// let shedder = Shedder::builder().build()?;
+    /// // Batch callers are timing out at 300 ms today: stop holding them longer.
+    /// shedder.set_max_wait(Class::Batch, Duration::from_millis(300))?;
+    /// assert!(shedder.set_max_wait(Class::Batch, Duration::ZERO).is_err());
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When `wait` is zero or above an hour; the wait is then unchanged.
+    pub fn set_max_wait(&self, class: Class, wait: Duration) -> Result<(), ConfigError> {
+        let wait = crate::config::check_max_wait(class, wait)?;
+        self.engine.live().set_max_wait(class, wait);
+        Ok(())
+    }
+
+    /// Changes the queue delay the controller tolerates, from the interval
+    /// that is open on. Checked as [`ShedderBuilder::target_sojourn`] is.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::Shedder;
+    ///
+    /// let shedder = Shedder::builder().build()?;
+    /// shedder.set_target_sojourn(Duration::from_millis(20))?;
+    /// // It must stay below the controller's interval (100 ms by default).
+    /// assert!(shedder.set_target_sojourn(Duration::from_millis(100)).is_err());
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When `target` is zero or not below the interval; it is then unchanged.
+    pub fn set_target_sojourn(&self, target: Duration) -> Result<(), ConfigError> {
+        let target = crate::config::check_target_sojourn(target, self.engine.interval())?;
+        self.engine.live().set_target_sojourn(target);
+        Ok(())
+    }
+
+    /// Changes the longest Retry-After the engine computes, from the next
+    /// refusal on. Checked as [`ShedderBuilder::retry_after_cap`] is.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::Shedder;
+    ///
+    /// let shedder = Shedder::builder().build()?;
+    /// // A deploy is rolling out: tell refused callers to come back within 5 s.
+    /// shedder.set_retry_after_cap(Duration::from_secs(5))?;
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When `cap` is under 1 s or over a day; it is then unchanged.
+    pub fn set_retry_after_cap(&self, cap: Duration) -> Result<(), ConfigError> {
+        let cap = crate::config::check_retry_after_cap(cap)?;
+        self.engine.live().set_retry_after_cap(cap);
+        Ok(())
+    }
+
     /// Requests holding a slot now.
     pub fn in_flight(&self) -> u32 {
         self.engine.in_flight()
     }
 
-    /// The current admission level.
+    /// The admission level as the next request would find it: after sixteen
+    /// controller intervals without one, the level reads as not shedding
+    /// even before a request arrives to reset it.
     pub fn level(&self) -> Level {
         self.engine.level()
     }
@@ -130,6 +237,25 @@ impl Shedder {
     /// Requests waiting in `rank`'s queue now.
     pub fn queue_len(&self, rank: Rank) -> u32 {
         self.engine.queue_len(rank)
+    }
+
+    /// Counts a request its host let through without asking the engine (a
+    /// health check, a metrics scrape), so the stats show how much traffic
+    /// passed outside the limit. Only the [`Stats::bypassed`] counter moves:
+    /// the limit, the level and the controller never see the request, so
+    /// cheap answers cannot pull the adaptive limit's baseline down.
+    ///
+    /// ```
+    /// use shed_core::Shedder;
+    ///
+    /// let shedder = Shedder::builder().build()?;
+    /// shedder.count_bypassed();
+    /// assert_eq!(shedder.stats().bypassed, 1);
+    /// assert_eq!(shedder.in_flight(), 0);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn count_bypassed(&self) {
+        self.engine.count_bypassed();
     }
 
     /// A snapshot of limits, queues, level and counters. Cheap: a few dozen

@@ -61,11 +61,20 @@ impl Outcome {
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     by_class: [[AtomicU64; OUTCOMES]; Class::COUNT],
+    bypassed: AtomicU64,
 }
 
 impl Counters {
     pub(crate) fn count(&self, class: Class, outcome: Outcome) {
         self.by_class[class.index()][outcome as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_bypassed(&self) {
+        self.bypassed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn bypassed(&self) -> u64 {
+        self.bypassed.load(Ordering::Relaxed)
     }
 
     pub(crate) fn class(&self, class: Class) -> ClassStats {
@@ -140,7 +149,8 @@ pub struct Stats {
     pub in_flight: u32,
     /// Requests waiting, per rank in shed order ([`Rank::ALL`]).
     pub queued: [u32; Rank::COUNT],
-    /// The admission level.
+    /// The admission level, as the next request would find it (an idle
+    /// service reads as not shedding: see [`Shedder::level`](crate::Shedder::level)).
     pub level: Level,
     /// The worst standing queue of the last controller interval: the largest
     /// of the ranks' shortest waits (zero for a rank whose requests took a
@@ -150,6 +160,9 @@ pub struct Stats {
     pub drain_rate: Option<f64>,
     /// Counters per class, least important first ([`Class::ALL`]).
     pub classes: [ClassStats; Class::COUNT],
+    /// Requests let through unjudged, in no class (health checks, metrics
+    /// scrapes: see [`Shedder::count_bypassed`](crate::Shedder::count_bypassed)).
+    pub bypassed: u64,
 }
 
 impl Stats {

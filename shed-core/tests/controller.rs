@@ -86,6 +86,14 @@ fn a_standing_queue_raises_the_level_into_the_overloaded_rank_by_a_small_share()
 }
 
 #[test]
+fn a_target_raised_on_a_running_engine_tolerates_the_queue_it_names() {
+    let mut queue = StandingQueue::new(Shedder::builder());
+    queue.shedder.set_target_sojourn(ms(50)).unwrap();
+    queue.serve_one_interval(); // every wait 10 ms or more, none above 50 ms
+    assert_eq!(queue.shedder.level(), Level::NONE);
+}
+
+#[test]
 fn short_waits_below_the_target_do_not_raise_the_level() {
     let (shedder, clock) = build(Shedder::builder().limit(1));
     let mut held = shedder.try_admit(&batch()).unwrap();
@@ -162,6 +170,25 @@ fn a_long_idle_period_resets_the_level() {
     assert!(queue.shedder.level() > Level::NONE);
     queue.clock.advance(ms(1_600)); // sixteen intervals without a single event
     queue.any_event();
+    assert_eq!(queue.shedder.level(), Level::NONE);
+}
+
+#[test]
+fn an_idle_service_reads_as_not_shedding_before_any_request_arrives() {
+    let mut queue = StandingQueue::new(Shedder::builder());
+    queue.serve_one_interval(); // the last completion closes the interval
+    queue.clear();
+    let raised = queue.shedder.level();
+    assert!(raised > Level::NONE);
+    queue.clock.advance(ms(1_590)); // not yet sixteen intervals since the close
+    assert_eq!(queue.shedder.level(), raised);
+    assert_eq!(queue.shedder.stats().level, raised);
+    queue.clock.advance(ms(10));
+    assert_eq!(queue.shedder.level(), Level::NONE);
+    assert_eq!(queue.shedder.stats().level, Level::NONE);
+    // The reading made no change: the next request finds what it said.
+    let first_back = queue.shedder.admit(&batch());
+    assert!(matches!(first_back, Admission::Admitted(_)));
     assert_eq!(queue.shedder.level(), Level::NONE);
 }
 
@@ -380,4 +407,59 @@ fn an_excess_of_a_tenth_is_overload_at_2000_requests_a_second_but_not_at_100() {
     assert_eq!(highest_level_at(1, 110), Level::NONE);
     // At 2,000 a second they are known to within about 4%: overload.
     assert!(highest_level_at(20, 2_200) > Level::NONE);
+}
+
+/// Runs `body` with a subscriber that keeps the `warn` lines; returns them.
+fn warnings_of(body: impl FnOnce()) -> Vec<String> {
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    tracing::subscriber::with_default(subscriber, body);
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    text.lines().map(str::to_owned).collect()
+}
+
+fn count(lines: &[String], message: &str) -> usize {
+    lines.iter().filter(|line| line.contains(message)).count()
+}
+
+#[test]
+fn the_logs_warn_once_when_shedding_starts_and_once_when_it_stops() {
+    let lines = warnings_of(|| {
+        let mut queue = StandingQueue::new(Shedder::builder());
+        queue.serve_one_interval();
+        assert!(queue.shedder.level() > Level::NONE);
+        queue.serve_one_interval(); // still shedding: nothing new to say
+        queue.clear();
+        queue.clock.advance(ms(1_600)); // idle: the next event resets the level
+        queue.any_event();
+        assert_eq!(queue.shedder.level(), Level::NONE);
+    });
+    assert_eq!(count(&lines, "shedding started"), 1, "{lines:#?}");
+    assert_eq!(count(&lines, "shedding stopped"), 1, "{lines:#?}");
+    let started = lines
+        .iter()
+        .find(|line| line.contains("shedding started"))
+        .unwrap();
+    for field in ["level=", "limit=1", "queue_delay_ms="] {
+        assert!(started.contains(field), "{field} missing from {started}");
+    }
 }

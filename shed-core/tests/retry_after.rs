@@ -194,6 +194,23 @@ fn retry_after_never_exceeds_the_cap() {
 }
 
 #[test]
+fn a_cap_changed_on_a_running_engine_bounds_the_next_refusal() {
+    let (shedder, _clock, _held) = full(Shedder::builder().retry_after_jitter(0.0));
+    let before = retry_after(&shedder, at(Rank::ALL[0]));
+    assert!(
+        before.exact() > Duration::from_secs(5),
+        "{:?}",
+        before.exact()
+    );
+
+    shedder.set_retry_after_cap(Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        retry_after(&shedder, at(Rank::ALL[0])).exact(),
+        Duration::from_secs(5)
+    );
+}
+
+#[test]
 fn jitter_stays_within_its_fraction_and_spreads_callers() {
     let (plain, _clock, _held) = full(Shedder::builder().retry_after_jitter(0.0));
     let (jittered, _clock2, _held2) = full(Shedder::builder().retry_after_jitter(0.25));

@@ -430,6 +430,19 @@ impl Estimator {
         self.restart_round();
     }
 
+    /// Moves the limit's bounds (an operator's hand): a limit outside them
+    /// is brought inside at once, and the algorithm goes on within them.
+    pub(crate) fn set_bounds(&mut self, min: u32, max: u32) {
+        self.settings.min = min;
+        self.settings.max = max;
+        self.limit = self.limit.clamp(f64::from(min), f64::from(max));
+    }
+
+    /// The lowest and highest the limit may be.
+    pub(crate) fn bounds(&self) -> (u32, u32) {
+        (self.settings.min, self.settings.max)
+    }
+
     /// What the algorithm believes, for stats.
     pub(crate) fn beliefs(&self) -> Beliefs {
         Beliefs {

@@ -365,3 +365,18 @@ impl From<estimator::Beliefs> for AdaptiveStats {
         }
     }
 }
+
+/// Checks the bounds of an adaptive limit given to
+/// [`Shedder::set_limit_bounds`](crate::Shedder::set_limit_bounds), with the
+/// builder's rule (each from 1 to [`MAX_LIMIT`], `min <= max`).
+pub(crate) fn check_bounds(min: usize, max: usize) -> Result<(u32, u32), ConfigError> {
+    let in_range = |n: usize| (1..=MAX_LIMIT).contains(&n);
+    let problem = if !in_range(min) || !in_range(max) {
+        format!("are min {min}, max {max}; set each from 1 to {MAX_LIMIT}")
+    } else if min > max {
+        format!("are min {min}, max {max}; set them so that min <= max")
+    } else {
+        return Ok((min as u32, max as u32));
+    };
+    Err(ConfigError::new("limit_bounds", problem))
+}

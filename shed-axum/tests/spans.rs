@@ -1,0 +1,69 @@
+//! An admitted request runs inside a `shed.request` span carrying its
+//! class, attempt and queued time, so the handler's own spans and events
+//! nest in it.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use axum::routing::get;
+use axum::Router;
+use common::{get_with, shedder, text};
+use shed_axum::ShedLayer;
+use tower::ServiceExt;
+
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Lines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Lines {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_handlers_events_nest_in_the_admitted_requests_span() {
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let app = Router::new()
+        .route(
+            "/",
+            get(|| async {
+                tracing::info!("inside the handler");
+                "ok"
+            }),
+        )
+        .layer(ShedLayer::new(shedder(2)));
+    let response = app
+        .oneshot(get_with("/", &[("shed-attempt", "2")]))
+        .await
+        .unwrap();
+    assert_eq!(text(response).await, "ok");
+
+    let logged = lines.text();
+    let handler_line = logged
+        .lines()
+        .find(|line| line.contains("inside the handler"))
+        .unwrap_or_else(|| panic!("no handler event in {logged}"));
+    assert!(
+        handler_line.contains("shed.request{class=\"interactive\" attempt=2 queued_ms=0}"),
+        "the handler's event is not in the request's span: {handler_line}"
+    );
+}
