@@ -157,7 +157,19 @@ fn run(op: &str, n: u64) {
     }
 }
 
+/// With `--features metrics`, `SHED_GUARD_RECORDER=prometheus` installs a
+/// real exporter's recorder before any engine is built, so the counts show
+/// what the feature costs with an exporter as well as without one.
+fn install_recorder() {
+    #[cfg(feature = "metrics")]
+    if std::env::var("SHED_GUARD_RECORDER").as_deref() == Ok("prometheus") {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        metrics::set_global_recorder(recorder).expect("the first recorder");
+    }
+}
+
 fn main() {
+    install_recorder();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
         [op, n] if !op.starts_with('-') => {

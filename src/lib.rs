@@ -23,6 +23,9 @@
 //! - `axum` (on by default): the extractors ([`Admitted`] and [`Deadline`]
 //!   as handler arguments) and [`stats::handler`]. The layer, the service and
 //!   the client half need only tower and http.
+//! - `metrics`: the engine's counters, gauges and histograms through the
+//!   `metrics` facade, for the application's exporter; the names, labels and
+//!   units are in `shed-core`'s docs (`# Metrics`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

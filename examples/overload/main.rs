@@ -37,6 +37,7 @@ mod class;
 mod client;
 mod cpu;
 mod downstream;
+mod exposition;
 mod goal;
 mod load;
 mod metrics;
@@ -277,6 +278,7 @@ async fn serve(
             std::process::exit(0);
         });
     }
+    exposition::install()?;
     let resolved = if policy.needs_true_concurrency() {
         let plan = calibrate::Plan::for_parallelism(config.service.parallelism(), quick);
         let probe = Server::start(
@@ -307,7 +309,7 @@ async fn serve(
     .await?;
     println!("listening on http://{}", server.addr);
     eprintln!(
-        "policy {policy} ({resolved}), {}; GET /stats, PUT /admin/slowdown/{{percent}}, PUT /admin/seed/{{seed}}",
+        "policy {policy} ({resolved}), {}; GET /stats, GET /metrics (--features metrics), PUT /admin/slowdown/{{percent}}, PUT /admin/seed/{{seed}}, PUT /admin/shed/...",
         config.service
     );
     server.wait().await?;

@@ -28,6 +28,7 @@ use crate::{
     class::Class,
     cpu::CpuService,
     downstream::{Closed, Downstream, ServiceTime},
+    exposition,
     policy::ServerPolicy,
     request_deadline::{self, Arrived},
     tuning,
@@ -442,6 +443,7 @@ fn app(
             }),
         )
         .merge(tuning::routes(control.shedder.clone()))
+        .merge(exposition::routes(control.shedder.clone()))
         // Outermost, so the stamp is taken before any policy layer runs.
         .layer(axum::middleware::map_request(
             request_deadline::stamp_arrival,

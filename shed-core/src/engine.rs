@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::arrival::{CohortSource, DeadlineSource};
 use crate::config::{nanos, Config, LimitConfig, Live};
 use crate::controller::Controller;
+use crate::instruments::Gauges;
 use crate::limit::{Ending, Estimator, Sampler};
 use crate::patience::Patience;
 use crate::queue::{CellState, Entry, QueueGuard, QueueKey, WaitQueues};
@@ -150,17 +151,29 @@ impl Engine {
             }
             None => (self.config.limit.bounds(), None),
         };
+        let level = self.level();
+        self.counters.publish(|| self.gauges(level));
         Stats {
             limit,
             limit_bounds,
             adaptive,
             in_flight: self.slots.in_flight(),
             queued: Rank::ALL.map(|rank| self.queue_len(rank)),
-            level: self.level(),
+            level,
             recent_sojourn: self.controller.recent_sojourn(),
             drain_rate: self.controller.drain_rate(limit),
             classes: Class::ALL.map(|class| self.counters.class(class)),
             bypassed: self.counters.bypassed(),
+        }
+    }
+
+    /// What the metrics' gauges report, at admission level `level`.
+    fn gauges(&self, level: Level) -> Gauges {
+        Gauges {
+            limit: self.slots.limit(),
+            in_flight: self.slots.in_flight(),
+            queued: Rank::ALL.map(|rank| self.queue_len(rank)),
+            level,
         }
     }
 
@@ -540,6 +553,7 @@ impl Engine {
         };
         self.counters.count(rank.class(), outcome);
         let hold = now.saturating_sub(started_at);
+        self.counters.record_times(rank.class(), queued, hold);
         let force = self.controller.record_completion(hold, &self.config);
         if self.estimator.is_some() {
             self.sampler.record(epoch, hold, ending);
@@ -573,6 +587,8 @@ impl Engine {
                 limit: self.slots.limit(),
                 queue_delay: self.controller.recent_sojourn(),
             });
+        self.counters
+            .publish(|| self.gauges(self.controller.level()));
         if let Some(estimator) = &mut estimator {
             if estimator.on_interval(self.sampler.take(closed)) {
                 self.sampler.new_epoch();

@@ -28,6 +28,30 @@
 //! [`Admission::Rejected`] with a [`Rejection`] and its [`RetryAfter`] →
 //! dropping the permit returns the slot to the longest waiting request (in an
 //! overload, the most important) and feeds the controller.
+//!
+//! # Metrics
+//!
+//! With the `metrics` feature the engine reports through the [`metrics`
+//! facade](https://docs.rs/metrics), so the application's exporter decides
+//! where the figures go (Prometheus, StatsD, OpenTelemetry). The engine
+//! registers its instruments when it is built: install the recorder first.
+//! Gauges are set where a controller interval closes and whenever
+//! [`Shedder::stats`] is read, with the stats' idle rule; a scrape handler
+//! that reads the stats first reports an idle service as not shedding.
+//!
+//! | name | kind | unit | labels | what |
+//! |---|---|---|---|---|
+//! | `shed.requests` | counter | requests | `class`, `outcome` | requests by class and outcome: `admitted`, `queued`, `shed`, `shed_by_deadline`, `queue_full`, `dropped_from_queue`, `expired`, `completed`, `abandoned`, `cut_at_deadline`; a request counts at each step it takes (queued, then admitted, then completed) |
+//! | `shed.requests.bypassed` | counter | requests | | requests let through unjudged ([`Shedder::count_bypassed`]) |
+//! | `shed.limit` | gauge | requests | | the concurrency limit |
+//! | `shed.in_flight` | gauge | requests | | requests holding a slot |
+//! | `shed.queue.length` | gauge | requests | `class`, `attempt` (`original`, `retry`) | requests waiting for a slot, per rank |
+//! | `shed.admission.level` | gauge | 1 | | the admission [`Level`]; 0 sheds nothing |
+//! | `shed.queue.duration` | histogram | seconds | `class` | how long each finished request waited for its slot |
+//! | `shed.service.duration` | histogram | seconds | `class` | how long each finished request held its slot |
+//!
+//! `class` is one of `background`, `batch`, `interactive`, `critical`.
+//! Prometheus exporters write the dots as underscores (`shed_requests`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -40,6 +64,7 @@ pub mod config;
 mod controller;
 mod engine;
 mod histogram;
+mod instruments;
 mod level;
 mod limit;
 mod offered_load;

@@ -16,6 +16,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::instruments::{Gauges, Instruments};
 use crate::{AdaptiveStats, Class, Level, Rank, RejectReason};
 
 /// What happened to a request at one step of its journey.
@@ -33,9 +34,41 @@ pub(crate) enum Outcome {
     CutAtDeadline,
 }
 
-const OUTCOMES: usize = 10;
+pub(crate) const OUTCOMES: usize = 10;
 
 impl Outcome {
+    /// Every outcome, in declaration order (their counters' order).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) const ALL: [Outcome; OUTCOMES] = [
+        Outcome::Admitted,
+        Outcome::Queued,
+        Outcome::Shed,
+        Outcome::ShedByDeadline,
+        Outcome::QueueFull,
+        Outcome::DroppedFromQueue,
+        Outcome::Expired,
+        Outcome::Completed,
+        Outcome::Abandoned,
+        Outcome::CutAtDeadline,
+    ];
+
+    /// A stable `snake_case` label, for metrics.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Admitted => "admitted",
+            Outcome::Queued => "queued",
+            Outcome::Shed => "shed",
+            Outcome::ShedByDeadline => "shed_by_deadline",
+            Outcome::QueueFull => "queue_full",
+            Outcome::DroppedFromQueue => "dropped_from_queue",
+            Outcome::Expired => "expired",
+            Outcome::Completed => "completed",
+            Outcome::Abandoned => "abandoned",
+            Outcome::CutAtDeadline => "cut_at_deadline",
+        }
+    }
+
     /// The counter a rejection reason lands in.
     pub(crate) const fn of(reason: RejectReason) -> Outcome {
         match reason {
@@ -62,15 +95,31 @@ impl Outcome {
 pub(crate) struct Counters {
     by_class: [[AtomicU64; OUTCOMES]; Class::COUNT],
     bypassed: AtomicU64,
+    /// The same counts and more, for the application's metrics recorder.
+    instruments: Instruments,
 }
 
 impl Counters {
     pub(crate) fn count(&self, class: Class, outcome: Outcome) {
         self.by_class[class.index()][outcome as usize].fetch_add(1, Ordering::Relaxed);
+        self.instruments.count(class, outcome);
     }
 
     pub(crate) fn count_bypassed(&self) {
         self.bypassed.fetch_add(1, Ordering::Relaxed);
+        self.instruments.count_bypassed();
+    }
+
+    /// A finished request's wait for its slot and the time it held it, in
+    /// nanoseconds (for the metrics' histograms).
+    pub(crate) fn record_times(&self, class: Class, queued: u64, held: u64) {
+        self.instruments.record_times(class, queued, held);
+    }
+
+    /// Sets the metrics' gauges to what `gauges` reads (only read when
+    /// they are reported).
+    pub(crate) fn publish(&self, gauges: impl FnOnce() -> Gauges) {
+        self.instruments.set_gauges(gauges);
     }
 
     pub(crate) fn bypassed(&self) -> u64 {
