@@ -50,7 +50,7 @@ impl<'a> RequestHead<'a> {
 /// # On the request path
 ///
 /// It runs inside [`Service::call`](tower::Service::call) for every request
-/// that reaches the layer, on the task serving the connection. It must be
+/// that reaches the layer and is not bypassed, on the task serving the connection. It must be
 /// quick, and must never block (no I/O, no lock another task may hold for
 /// long) nor panic: a panic unwinds through the server's connection task,
 /// not just the one request. Read what the head carries; leave anything
@@ -100,7 +100,7 @@ where
 /// # On the request path
 ///
 /// It runs inside [`Service::call`](tower::Service::call) for every request
-/// that reaches the layer, as [`ClassifyRequest`] does, and is bound by
+/// that reaches the layer and is not bypassed, as [`ClassifyRequest`] does, and is bound by
 /// [the same rule](ClassifyRequest#on-the-request-path): quick, never
 /// blocking, never panicking.
 ///

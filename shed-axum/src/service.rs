@@ -68,11 +68,11 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        if self.config.bypasses(&RequestHead::of(&request)) {
+        let head = RequestHead::of(&request);
+        if self.config.bypasses(&head) {
             self.shedder.count_bypassed();
             return ResponseFuture::bypassed(self.inner.call(request));
         }
-        let head = RequestHead::of(&request);
         let classification = self.config.classify(&head);
         match self.shedder.admit(&classification.arrival()) {
             Admission::Admitted(permit) => ResponseFuture::serve(

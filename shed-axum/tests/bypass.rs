@@ -74,7 +74,7 @@ async fn a_flood_of_bypassed_requests_moves_neither_the_limit_nor_the_level() {
 }
 
 /// The contrast that makes the test above mean something: the same flood,
-/// judged with the real work, is what the adaptive limit learns from.
+/// judged, is what the adaptive limit learns its no-load baseline from.
 #[tokio::test(start_paused = true)]
 async fn the_same_flood_judged_is_learned_from() {
     let shedder = adaptive_shedder();
@@ -85,5 +85,16 @@ async fn the_same_flood_judged_is_learned_from() {
     let after = shedder.stats();
     assert_eq!(after.bypassed, 0);
     assert_eq!(after.class(Class::Interactive).completed, 5_000);
-    assert_ne!(after.adaptive, before.adaptive);
+    let baseline = |stats: &Stats| {
+        stats
+            .adaptive
+            .as_ref()
+            .and_then(|adaptive| adaptive.baseline)
+    };
+    assert_eq!(baseline(&before), None);
+    assert!(
+        baseline(&after).is_some_and(|baseline| baseline < Duration::from_millis(1)),
+        "health checks judged become the no-load baseline: {:?}",
+        baseline(&after)
+    );
 }

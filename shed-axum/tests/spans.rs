@@ -67,3 +67,33 @@ async fn the_handlers_events_nest_in_the_admitted_requests_span() {
         "the handler's event is not in the request's span: {handler_line}"
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn work_an_inner_service_does_in_call_is_in_the_span_too() {
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    // A tower service that starts its work in `call`, before its future.
+    let inner = tower::service_fn(|_request: http::Request<axum::body::Body>| {
+        tracing::info!("inside call");
+        async { Ok::<_, std::convert::Infallible>(http::Response::new(axum::body::Body::empty())) }
+    });
+    let service = tower::Layer::layer(&ShedLayer::new(shedder(2)), inner);
+    service.oneshot(get_with("/", &[])).await.unwrap();
+
+    let logged = lines.text();
+    let call_line = logged
+        .lines()
+        .find(|line| line.contains("inside call"))
+        .unwrap_or_else(|| panic!("no event from call in {logged}"));
+    assert!(
+        call_line.contains("shed.request{"),
+        "not in the request's span: {call_line}"
+    );
+}

@@ -428,7 +428,7 @@ impl ShedderBuilder {
 }
 
 /// Checks a class's maximum wait; in nanoseconds.
-pub(crate) fn check_max_wait(class: Class, wait: Duration) -> Result<u64, ConfigError> {
+fn check_max_wait(class: Class, wait: Duration) -> Result<u64, ConfigError> {
     let problem = if wait.is_zero() {
         format!("for {class} is zero; give it a positive wait, or set queue_capacity(0) to disable waiting")
     } else if wait > MAX_WAIT {
@@ -441,7 +441,7 @@ pub(crate) fn check_max_wait(class: Class, wait: Duration) -> Result<u64, Config
 
 /// Checks the queue-delay target against the controller's interval (in
 /// nanoseconds); in nanoseconds.
-pub(crate) fn check_target_sojourn(target: Duration, interval: u64) -> Result<u64, ConfigError> {
+fn check_target_sojourn(target: Duration, interval: u64) -> Result<u64, ConfigError> {
     if target.is_zero() || nanos(target) >= interval {
         return Err(ConfigError::new(
             "target_sojourn",
@@ -455,7 +455,7 @@ pub(crate) fn check_target_sojourn(target: Duration, interval: u64) -> Result<u6
 }
 
 /// Checks the Retry-After cap; in nanoseconds.
-pub(crate) fn check_retry_after_cap(cap: Duration) -> Result<u64, ConfigError> {
+fn check_retry_after_cap(cap: Duration) -> Result<u64, ConfigError> {
     if cap < Duration::from_secs(1) || cap > Duration::from_secs(86_400) {
         return Err(ConfigError::new(
             "retry_after_cap",
@@ -496,14 +496,6 @@ impl LimitConfig {
         match self {
             LimitConfig::Fixed(limit) => *limit,
             LimitConfig::Adaptive(settings) => settings.initial,
-        }
-    }
-
-    /// The lowest and highest the limit may be.
-    pub(crate) fn bounds(&self) -> (u32, u32) {
-        match self {
-            LimitConfig::Fixed(limit) => (*limit, *limit),
-            LimitConfig::Adaptive(settings) => (settings.min, settings.max),
         }
     }
 }
@@ -566,17 +558,31 @@ impl Live {
     pub(crate) fn retry_after_cap(&self) -> u64 {
         self.retry_after_cap.load(Ordering::Relaxed)
     }
+}
 
-    pub(crate) fn set_max_wait(&self, class: Class, wait: u64) {
-        self.max_wait[class.index()].store(wait, Ordering::Relaxed);
+impl Config {
+    /// Changes a class's maximum wait on a running engine, checked as the
+    /// builder checks it.
+    pub(crate) fn set_max_wait(&self, class: Class, wait: Duration) -> Result<(), ConfigError> {
+        let wait = check_max_wait(class, wait)?;
+        self.live.max_wait[class.index()].store(wait, Ordering::Relaxed);
+        Ok(())
     }
 
-    pub(crate) fn set_target_sojourn(&self, target: u64) {
-        self.target_sojourn.store(target, Ordering::Relaxed);
+    /// Changes the queue-delay target on a running engine, checked against
+    /// the interval as the builder checks it.
+    pub(crate) fn set_target_sojourn(&self, target: Duration) -> Result<(), ConfigError> {
+        let target = check_target_sojourn(target, self.interval)?;
+        self.live.target_sojourn.store(target, Ordering::Relaxed);
+        Ok(())
     }
 
-    pub(crate) fn set_retry_after_cap(&self, cap: u64) {
-        self.retry_after_cap.store(cap, Ordering::Relaxed);
+    /// Changes the Retry-After cap on a running engine, checked as the
+    /// builder checks it.
+    pub(crate) fn set_retry_after_cap(&self, cap: Duration) -> Result<(), ConfigError> {
+        let cap = check_retry_after_cap(cap)?;
+        self.live.retry_after_cap.store(cap, Ordering::Relaxed);
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::arrival::{CohortSource, DeadlineSource};
-use crate::config::{nanos, Config, LimitConfig, Live};
+use crate::config::{nanos, Config, LimitConfig};
 use crate::controller::Controller;
 use crate::instruments::Gauges;
 use crate::limit::{Ending, Estimator, Sampler};
@@ -149,25 +149,26 @@ impl Engine {
                 let estimator = estimator.lock();
                 (estimator.bounds(), Some(estimator.beliefs().into()))
             }
-            None => (self.config.limit.bounds(), None),
+            // A pinned limit is its own bounds, as `set_limit` last left it.
+            None => ((limit, limit), None),
         };
-        let level = self.level();
-        self.counters.publish(|| self.gauges(level));
-        Stats {
+        let stats = Stats {
             limit,
             limit_bounds,
             adaptive,
             in_flight: self.slots.in_flight(),
             queued: Rank::ALL.map(|rank| self.queue_len(rank)),
-            level,
+            level: self.level(),
             recent_sojourn: self.controller.recent_sojourn(),
             drain_rate: self.controller.drain_rate(limit),
             classes: Class::ALL.map(|class| self.counters.class(class)),
             bypassed: self.counters.bypassed(),
-        }
+        };
+        self.counters.publish(|| Gauges::of(&stats));
+        stats
     }
 
-    /// What the metrics' gauges report, at admission level `level`.
+    /// What the metrics' gauges report now, at admission level `level`.
     fn gauges(&self, level: Level) -> Gauges {
         Gauges {
             limit: self.slots.limit(),
@@ -677,14 +678,9 @@ impl Engine {
         true
     }
 
-    /// The settings an operator may change while the engine runs.
-    pub(crate) fn live(&self) -> &Live {
-        &self.config.live
-    }
-
-    /// The controller's interval, nanoseconds.
-    pub(crate) fn interval(&self) -> u64 {
-        self.config.interval
+    /// The engine's settings (some of them may change while it runs).
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
     }
 
     /// Puts the adaptive limit's decision in force: its limit, and the one

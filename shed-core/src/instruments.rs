@@ -5,7 +5,7 @@
 //! Every instrument is registered once, when the engine is built, so a
 //! request only increments a handle.
 
-use crate::{Level, Rank};
+use crate::{Level, Rank, Stats};
 
 /// What a gauge update reports (read only with the feature).
 #[derive(Clone, Copy, Debug)]
@@ -15,6 +15,18 @@ pub(crate) struct Gauges {
     pub(crate) in_flight: u32,
     pub(crate) queued: [u32; Rank::COUNT],
     pub(crate) level: Level,
+}
+
+impl Gauges {
+    /// The gauges of a stats snapshot.
+    pub(crate) fn of(stats: &Stats) -> Gauges {
+        Gauges {
+            limit: stats.limit,
+            in_flight: stats.in_flight,
+            queued: stats.queued,
+            level: stats.level,
+        }
+    }
 }
 
 #[cfg(feature = "metrics")]

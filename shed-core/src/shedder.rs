@@ -172,9 +172,7 @@ impl Shedder {
     ///
     /// When `wait` is zero or above an hour; the wait is then unchanged.
     pub fn set_max_wait(&self, class: Class, wait: Duration) -> Result<(), ConfigError> {
-        let wait = crate::config::check_max_wait(class, wait)?;
-        self.engine.live().set_max_wait(class, wait);
-        Ok(())
+        self.engine.config().set_max_wait(class, wait)
     }
 
     /// Changes the queue delay the controller tolerates, from the interval
@@ -195,9 +193,7 @@ impl Shedder {
     ///
     /// When `target` is zero or not below the interval; it is then unchanged.
     pub fn set_target_sojourn(&self, target: Duration) -> Result<(), ConfigError> {
-        let target = crate::config::check_target_sojourn(target, self.engine.interval())?;
-        self.engine.live().set_target_sojourn(target);
-        Ok(())
+        self.engine.config().set_target_sojourn(target)
     }
 
     /// Changes the longest Retry-After the engine computes, from the next
@@ -217,9 +213,7 @@ impl Shedder {
     ///
     /// When `cap` is under 1 s or over a day; it is then unchanged.
     pub fn set_retry_after_cap(&self, cap: Duration) -> Result<(), ConfigError> {
-        let cap = crate::config::check_retry_after_cap(cap)?;
-        self.engine.live().set_retry_after_cap(cap);
-        Ok(())
+        self.engine.config().set_retry_after_cap(cap)
     }
 
     /// Requests holding a slot now.

@@ -97,6 +97,12 @@ fn a_pinned_limit_has_no_bounds_to_move() {
     assert_eq!(error.setting(), "limit_bounds");
     assert!(error.to_string().contains("set_limit"), "{error}");
     assert_eq!(shedder.stats().limit_bounds, (8, 8));
+    shedder.set_limit(12).unwrap();
+    assert_eq!(
+        shedder.stats().limit_bounds,
+        (12, 12),
+        "a pinned limit is its own bounds"
+    );
     assert_eq!(
         shedder.set_limit_bounds(16, 1).unwrap_err().to_string(),
         "invalid limit_bounds: are min 16, max 1; set them so that min <= max"

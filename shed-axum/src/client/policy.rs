@@ -91,17 +91,20 @@ where
         result: &mut Result<Response<ResBody>, E>,
     ) -> Option<Self::Future> {
         let session = self.session.as_mut()?;
-        let now = session.started.elapsed();
-        let (outcome, pushback) = match result {
-            Ok(response) => (
-                AttemptOutcome::Status(response.status().as_u16()),
-                headers::pushback(response.headers(), SystemTime::now()),
-            ),
-            Err(error) if self.classify.is_connect_error(error) => {
-                (AttemptOutcome::ConnectError, Pushback::Absent)
-            }
-            Err(_) => (AttemptOutcome::OtherError, Pushback::Absent),
+        let outcome = match result {
+            Ok(response) => AttemptOutcome::Status(response.status().as_u16()),
+            Err(error) if self.classify.is_connect_error(error) => AttemptOutcome::ConnectError,
+            Err(_) => AttemptOutcome::OtherError,
         };
+        if outcome.is_success() {
+            // Nothing to retry (and nothing counted): no clock or header read.
+            return None;
+        }
+        let pushback = match result {
+            Ok(response) => headers::pushback(response.headers(), SystemTime::now()),
+            Err(_) => Pushback::Absent,
+        };
+        let now = session.started.elapsed();
         match self.retrier.decide(&mut session.op, outcome, pushback, now) {
             Decision::Retry { attempt, delay } => {
                 let sent_at = now.saturating_add(delay);

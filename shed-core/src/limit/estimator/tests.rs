@@ -282,12 +282,9 @@ fn seed() -> u64 {
         .ok()
         .and_then(|seed| seed.parse().ok())
         .unwrap_or(0x5EED);
-    // One splitmix64 step: xorshift's first outputs from a small seed are
+    // One SplitMix64 step: xorshift's first outputs from a small seed are
     // small and correlated.
-    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)).max(1) // xorshift stays at zero
+    crate::random::mix(seed).max(1) // xorshift stays at zero
 }
 
 impl Model {
