@@ -12,6 +12,7 @@ use std::cell::Cell;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::LazyLock;
 
 /// The step the state advances by: 2^64 divided by the golden ratio, odd.
 pub(crate) const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -95,8 +96,10 @@ impl Default for SplitMix64 {
 }
 
 /// Where each thread's state starts: a value of this generator, so no two
-/// threads draw the same sequence.
-static THREAD_SEEDS: SplitMix64 = SplitMix64::new(0x2545_F491_4F6C_DD1D);
+/// threads draw the same sequence, seeded from the process's random hash
+/// keys, so no two processes do (servers of a fleet refused at once must
+/// not hand out the same Retry-After jitter).
+static THREAD_SEEDS: LazyLock<SplitMix64> = LazyLock::new(SplitMix64::from_entropy);
 
 thread_local! {
     static THREAD_STATE: Cell<u64> = Cell::new(THREAD_SEEDS.next_u64());
