@@ -80,9 +80,10 @@ const USAGE: &str = "usage:
   overload serve [--addr ADDR] [--policy P] [--service downstream|cpu] [--workers K]
            [--service-ms MS] [--service-dist exp|constant] [--cpu-work-ms MS] [--threads N] [--seed S]
            [--quick] [--exit-with-stdin]
-policies: none, tower@N, shed, shed@N (N a number, or `true`: the calibrated true concurrency)
-scenarios: steady, isolation, deadline, metastable, unknown-capacity, cpu-bound, capacity-drop
-           (the default set, also `all`), soak (only when named)";
+policies: none, tower@N, shed, shed@N, shadow, shadow@N (N a number, or `true`: the calibrated
+          true concurrency; shadow: the shed engine in shadow mode)
+scenarios: steady, isolation, deadline, metastable, unknown-capacity, cpu-bound, capacity-drop,
+           shadow (the default set, also `all`), soak (only when named)";
 
 /// What the command line asked for.
 enum Command {
@@ -603,7 +604,8 @@ mod tests {
     /// The `--quick` lab end to end: a calibration per service, every
     /// default scenario with real servers on real sockets (the CPU-bound one
     /// in a child process), files written, and every policy form (`none`,
-    /// `tower@N`, `tower@true`, `shed`, `shed@N`, `shed@true`) somewhere.
+    /// `tower@N`, `tower@true`, `shed`, `shed@N`, `shed@true`, `shadow`)
+    /// somewhere.
     /// Asserts that it ran and measured, not that goals pass (a debug build
     /// on a busy CI machine is no place to judge capacity).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -623,6 +625,7 @@ mod tests {
             (Scenario::UnknownCapacity, "shed@64,tower@64", true),
             (Scenario::CpuBound, "shed@true", false),
             (Scenario::CapacityDrop, "shed@true", false),
+            (Scenario::Shadow, "shed,shadow", true),
         ];
         assert_eq!(plan.map(|(s, _, _)| s), Scenario::DEFAULT);
         for (scenario, policies, judged) in plan {

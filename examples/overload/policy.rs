@@ -8,7 +8,7 @@ use axum::{
     error_handling::HandleErrorLayer, http::StatusCode, routing::MethodRouter, BoxError, Router,
 };
 use shed::ShedLayer;
-use shed::{ConfigError, Shedder};
+use shed::{ConfigError, Mode, Shedder};
 use tower::{limit::GlobalConcurrencyLimitLayer, load_shed::error::Overloaded, ServiceBuilder};
 
 use crate::class::Class;
@@ -57,6 +57,10 @@ pub enum Policy {
     /// `shed` (`None`: `Shedder::builder().build()`, nothing set) or
     /// `shed@N` (`.limit(N)` and nothing else).
     Shed(Option<Limit>),
+    /// `shadow` or `shadow@N`: the same engine as `shed` or `shed@N` in
+    /// shadow mode (`.mode(Mode::Shadow)`): it serves every request and
+    /// counts what it would have done.
+    Shadow(Option<Limit>),
 }
 
 impl Policy {
@@ -64,7 +68,9 @@ impl Policy {
     pub fn needs_true_concurrency(self) -> bool {
         matches!(
             self,
-            Policy::Tower(Limit::True) | Policy::Shed(Some(Limit::True))
+            Policy::Tower(Limit::True)
+                | Policy::Shed(Some(Limit::True))
+                | Policy::Shadow(Some(Limit::True))
         )
     }
 
@@ -78,6 +84,7 @@ impl Policy {
             Policy::None => ServerPolicy::None,
             Policy::Tower(limit) => ServerPolicy::Tower(n(limit)),
             Policy::Shed(limit) => ServerPolicy::Shed(limit.map(n)),
+            Policy::Shadow(limit) => ServerPolicy::Shadow(limit.map(n)),
         }
     }
 }
@@ -89,6 +96,8 @@ impl fmt::Display for Policy {
             Policy::Tower(limit) => format!("tower@{limit}"),
             Policy::Shed(None) => "shed".to_owned(),
             Policy::Shed(Some(limit)) => format!("shed@{limit}"),
+            Policy::Shadow(None) => "shadow".to_owned(),
+            Policy::Shadow(Some(limit)) => format!("shadow@{limit}"),
         };
         f.pad(&name)
     }
@@ -105,8 +114,10 @@ impl FromStr for Policy {
             None if s == "tower" => Err("policy \"tower\" needs a limit: tower@N or tower@true".into()),
             Some(("tower", l)) => Ok(Policy::Tower(limit(l)?)),
             Some(("shed", l)) => Ok(Policy::Shed(Some(limit(l)?))),
+            None if s == "shadow" => Ok(Policy::Shadow(None)),
+            Some(("shadow", l)) => Ok(Policy::Shadow(Some(limit(l)?))),
             _ => Err(format!(
-                "unknown policy {s:?} (expected none, tower@N, shed or shed@N; N a number or `true`)"
+                "unknown policy {s:?} (expected none, tower@N, shed, shed@N, shadow or shadow@N; N a number or `true`)"
             )),
         }
     }
@@ -130,6 +141,8 @@ pub enum ServerPolicy {
     Tower(usize),
     /// shed, at its defaults (`None`) or pinned at a limit.
     Shed(Option<usize>),
+    /// The same engine in shadow mode.
+    Shadow(Option<usize>),
 }
 
 impl fmt::Display for ServerPolicy {
@@ -139,6 +152,8 @@ impl fmt::Display for ServerPolicy {
             ServerPolicy::Tower(n) => f.pad(&format!("tower@{n}")),
             ServerPolicy::Shed(None) => f.pad("shed"),
             ServerPolicy::Shed(Some(n)) => f.pad(&format!("shed@{n}")),
+            ServerPolicy::Shadow(None) => f.pad("shadow"),
+            ServerPolicy::Shadow(Some(n)) => f.pad(&format!("shadow@{n}")),
         }
     }
 }
@@ -163,10 +178,14 @@ impl ServerPolicy {
         Ok(match self {
             ServerPolicy::None => (plain(&|_, r| r), None),
             ServerPolicy::Tower(limit) => (tower_policy(plain(&|_, r| r), limit), None),
-            ServerPolicy::Shed(limit) => {
+            ServerPolicy::Shed(limit) | ServerPolicy::Shadow(limit) => {
+                let mode = match self {
+                    ServerPolicy::Shadow(_) => Mode::Shadow,
+                    _ => Mode::Enforcing,
+                };
                 let shedder = match limit {
-                    None => Shedder::builder().build()?,
-                    Some(n) => Shedder::builder().limit(n).build()?,
+                    None => Shedder::builder().mode(mode).build()?,
+                    Some(n) => Shedder::builder().limit(n).mode(mode).build()?,
                 };
                 // One ShedLayer per class route, all on one engine: the four
                 // count against one limit and each is judged at its class.
@@ -218,6 +237,8 @@ mod tests {
             "shed",
             "shed@8",
             "shed@true",
+            "shadow",
+            "shadow@8",
         ] {
             assert_eq!(s.parse::<Policy>().unwrap().to_string(), s);
         }

@@ -115,7 +115,7 @@ pub fn write_time_series(
 ) -> io::Result<Vec<std::path::PathBuf>> {
     let mut clients = String::from("scenario,policy,label,t_s,class,offered_per_s,attempts_per_s,goodput_per_s,shed_per_s,timeouts_per_s\n");
     let mut servers = String::from(
-        "scenario,policy,label,t_s,queued,busy,slowdown_pct,work_ms,wasted_work_ms,shed_limit,shed_in_flight,shed_queue_len,shed_phase,shed_knee,shed_baseline_ms,shed_probes,shed_back_offs,shed_level\n",
+        "scenario,policy,label,t_s,queued,busy,slowdown_pct,work_ms,wasted_work_ms,shed_limit,shed_in_flight,shed_queue_len,shed_phase,shed_knee,shed_baseline_ms,shed_probes,shed_back_offs,shed_level,shed_drain_per_s,shed_refused,shed_would_refuse\n",
     );
     for trial in trials {
         let horizon = trial.spec.duration() + trial.spec.client.deadline;
@@ -139,10 +139,10 @@ pub fn write_time_series(
         }
         for (t, s) in &trial.samples {
             let total = s.total();
-            let engine = s.engine.map_or(",,,,,,,,".into(), |e| {
+            let engine = s.engine.map_or(",,,,,,,,,,,".into(), |e| {
                 let number = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
                 format!(
-                    "{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{}",
                     e.limit,
                     e.in_flight,
                     e.queue_len,
@@ -151,7 +151,10 @@ pub fn write_time_series(
                     number(e.baseline_ms),
                     e.probes,
                     e.back_offs,
-                    e.level
+                    e.level,
+                    number(e.drain_rate),
+                    e.refusals.total(),
+                    e.would.total()
                 )
             });
             let _ = writeln!(

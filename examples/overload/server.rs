@@ -135,6 +135,8 @@ pub struct EngineSample {
     pub queue_len: u32,
     /// Refusals since the server started, by reason, over all classes.
     pub refusals: Refusals,
+    /// In shadow mode, the refusals enforcing mode would have made.
+    pub would: Refusals,
     /// Probes the adaptive limit ran since the server started (0 if fixed).
     pub probes: u64,
     /// Cuts of the adaptive limit for censored permits since the server
@@ -148,6 +150,8 @@ pub struct EngineSample {
     pub baseline_ms: Option<f64>,
     /// The admission level (0 admits everything; 128 positions a rank).
     pub level: u16,
+    /// Completions per second the engine measures with every slot busy.
+    pub drain_rate: Option<f64>,
 }
 
 /// The engine's refusals by reason (its `/stats` class counters, summed).
@@ -188,14 +192,41 @@ impl Refusals {
         refusals
     }
 
-    fn from_json(classes: &serde_json::Value) -> Refusals {
+    /// The refusals a shadow engine would have made.
+    fn would_of(stats: &shed::Stats) -> Refusals {
+        let mut refusals = Refusals::default();
+        for c in &stats.classes {
+            let w = &c.would;
+            refusals.level += w.shed;
+            refusals.deadline += w.shed_by_deadline;
+            refusals.queue_full += w.queue_full;
+            refusals.in_queue += w.dropped_from_queue + w.expired;
+            refusals.in_queue_by_class[c.class.index()] += w.dropped_from_queue + w.expired;
+        }
+        refusals
+    }
+
+    /// Every refusal, whatever the reason.
+    pub fn total(&self) -> u64 {
+        self.level + self.deadline + self.queue_full + self.in_queue
+    }
+
+    /// Reads the class counters of `/stats`, or their `nested` object
+    /// (`would`).
+    fn from_json(classes: &serde_json::Value, nested: Option<&str>) -> Refusals {
+        let within = |c: &serde_json::Value| match nested {
+            Some(key) => c[key].clone(),
+            None => c.clone(),
+        };
         let sum = |key: &str| {
             classes.as_object().map_or(0, |all| {
-                all.values().map(|c| c[key].as_u64().unwrap_or(0)).sum()
+                all.values()
+                    .map(|c| within(c)[key].as_u64().unwrap_or(0))
+                    .sum()
             })
         };
         let in_queue_of = |class: &str| {
-            let c = &classes[class];
+            let c = &within(&classes[class]);
             c["dropped_from_queue"].as_u64().unwrap_or(0) + c["expired"].as_u64().unwrap_or(0)
         };
         Refusals {
@@ -242,7 +273,8 @@ impl ServerSample {
             limit: s["limit"].as_u64().unwrap_or(0) as u32,
             in_flight: s["in_flight"].as_u64().unwrap_or(0) as u32,
             queue_len: s["queue_len"].as_u64().unwrap_or(0) as u32,
-            refusals: Refusals::from_json(&s["classes"]),
+            refusals: Refusals::from_json(&s["classes"], None),
+            would: Refusals::from_json(&s["classes"], Some("would")),
             probes: s["adaptive"]["probes"].as_u64().unwrap_or(0),
             back_offs: s["adaptive"]["back_offs"].as_u64().unwrap_or(0),
             phase: match s["adaptive"]["phase"].as_str() {
@@ -254,6 +286,7 @@ impl ServerSample {
             knee: s["adaptive"]["knee"].as_f64(),
             baseline_ms: s["adaptive"]["baseline_ms"].as_f64(),
             level: s["level"].as_u64().unwrap_or(0) as u16,
+            drain_rate: s["drain_rate_per_s"].as_f64(),
         });
         Some(ServerSample {
             queued: n(v.get("queued")?)? as usize,
@@ -301,6 +334,7 @@ impl LocalControl {
                     in_flight: stats.in_flight,
                     queue_len: stats.queue_len(),
                     refusals: Refusals::of(&stats),
+                    would: Refusals::would_of(&stats),
                     probes: stats.adaptive.map_or(0, |a| a.probes),
                     back_offs: stats.adaptive.map_or(0, |a| a.back_offs),
                     phase: stats.adaptive.map_or("", |a| a.phase),
@@ -310,6 +344,7 @@ impl LocalControl {
                         .and_then(|a| a.baseline)
                         .map(|b| b.as_secs_f64() * 1e3),
                     level: stats.level.get(),
+                    drain_rate: stats.drain_rate,
                 }
             }),
         }

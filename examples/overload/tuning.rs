@@ -9,6 +9,7 @@
 //! | `PUT /admin/shed/target_sojourn_ms/{ms}` | the queue-delay target |
 //! | `PUT /admin/shed/max_wait_ms/{class}/{ms}` | a class's longest wait |
 //! | `PUT /admin/shed/retry_after_cap_s/{s}` | the longest Retry-After |
+//! | `PUT /admin/shed/mode/{mode}` | `enforcing`, or `shadow` (judge and count, serve everything) |
 //!
 //! Answers: `204` when changed; `400` with what to fix when refused; `404`
 //! when the server's policy has no shed engine (tower, none).
@@ -22,12 +23,13 @@ use axum::{
     routing::put,
     Router,
 };
-use shed::{Class, ConfigError, Shedder};
+use shed::{Class, ConfigError, Mode, Shedder};
 
 /// The routes, for a server whose engine is `shedder` (if its policy has one).
 pub fn routes(shedder: Option<Shedder>) -> Router {
     let engine = move || shedder.clone();
-    let (e1, e2, e3, e4, e5) = (
+    let (e1, e2, e3, e4, e5, e6) = (
+        engine.clone(),
         engine.clone(),
         engine.clone(),
         engine.clone(),
@@ -69,6 +71,18 @@ pub fn routes(shedder: Option<Shedder>) -> Router {
             "/admin/shed/retry_after_cap_s/{s}",
             put(move |Path(secs): Path<u64>| async move {
                 change(e5(), |s| s.set_retry_after_cap(Duration::from_secs(secs)))
+            }),
+        )
+        .route(
+            "/admin/shed/mode/{mode}",
+            put(move |Path(mode): Path<String>| async move {
+                match mode.parse::<Mode>() {
+                    Ok(mode) => change(e6(), |s| {
+                        s.set_mode(mode);
+                        Ok(())
+                    }),
+                    Err(error) => (StatusCode::BAD_REQUEST, format!("{error}\n")).into_response(),
+                }
             }),
         )
 }
@@ -129,6 +143,16 @@ mod tests {
             put(&app, "/admin/shed/retry_after_cap_s/5").await.0,
             StatusCode::NO_CONTENT
         );
+
+        assert_eq!(
+            put(&app, "/admin/shed/mode/shadow").await.0,
+            StatusCode::NO_CONTENT
+        );
+        assert_eq!(shedder.mode(), Mode::Shadow);
+        let (status, body) = put(&app, "/admin/shed/mode/dry-run").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(body.contains(r#"use "enforcing" or "shadow""#), "{body}");
+        assert_eq!(shedder.mode(), Mode::Shadow);
 
         let (status, body) = put(&app, "/admin/shed/limit_bounds/16/2").await;
         assert_eq!(status, StatusCode::BAD_REQUEST);

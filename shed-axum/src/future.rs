@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use pin_project_lite::pin_project;
-use shed_core::{Permit, Rejection, Waiter};
+use shed_core::{Mode, Permit, Rejection, Waiter};
 use tokio::time::{Instant, Sleep};
 use tower::Service;
 use tracing::instrument::{Instrument, Instrumented};
@@ -229,7 +229,11 @@ where
         State::Serving {
             call: UnderDeadline {
                 future: span.in_scope(|| inner.call(request)).instrument(span),
-                deadline: deadline.map(|at| tokio::time::sleep_until(at.into())),
+                // In shadow mode the request is served untouched; the engine
+                // counts a deadline passed by the time it ends.
+                deadline: deadline
+                    .filter(|_| permit.mode() == Mode::Enforcing)
+                    .map(|at| tokio::time::sleep_until(at.into())),
             },
             permit: Some(HeldPermit::new(permit)),
             classification,

@@ -60,7 +60,7 @@ pub fn to_json(stats: &Stats) -> String {
     let mut out = String::with_capacity(1_024);
     let _ = write!(
         out,
-        r#"{{"limit":{},"limit_min":{},"limit_max":{},"in_flight":{},"queue_len":{},"level":{},"level_text":"{}","bypassed":{},"#,
+        r#"{{"limit":{},"limit_min":{},"limit_max":{},"in_flight":{},"queue_len":{},"level":{},"level_text":"{}","bypassed":{},"mode":"{}","#,
         stats.limit,
         stats.limit_bounds.0,
         stats.limit_bounds.1,
@@ -69,6 +69,7 @@ pub fn to_json(stats: &Stats) -> String {
         stats.level.get(),
         stats.level,
         stats.bypassed,
+        stats.mode,
     );
     match &stats.adaptive {
         Some(adaptive) => {
@@ -117,7 +118,7 @@ pub fn to_json(stats: &Stats) -> String {
         let comma = if index == 0 { "" } else { "," };
         let _ = write!(
             out,
-            r#"{comma}"{}":{{"admitted":{},"queued":{},"shed":{},"shed_by_deadline":{},"queue_full":{},"dropped_from_queue":{},"expired":{},"completed":{},"abandoned":{},"cut_at_deadline":{}}}"#,
+            r#"{comma}"{}":{{"admitted":{},"queued":{},"shed":{},"shed_by_deadline":{},"queue_full":{},"dropped_from_queue":{},"expired":{},"completed":{},"abandoned":{},"cut_at_deadline":{},"would":{{"queued":{},"shed":{},"shed_by_deadline":{},"queue_full":{},"dropped_from_queue":{},"expired":{},"cut_at_deadline":{}}}}}"#,
             class.class,
             class.admitted,
             class.queued,
@@ -129,6 +130,13 @@ pub fn to_json(stats: &Stats) -> String {
             class.completed,
             class.abandoned,
             class.cut_at_deadline,
+            class.would.queued,
+            class.would.shed,
+            class.would.shed_by_deadline,
+            class.would.queue_full,
+            class.would.dropped_from_queue,
+            class.would.expired,
+            class.would.cut_at_deadline,
         );
     }
     out.push_str("}}");

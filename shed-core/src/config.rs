@@ -23,13 +23,13 @@
 
 use std::error::Error;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::limit::{self, AdaptiveLimit};
 use crate::retry_after::JITTER_ONE;
-use crate::{Class, Clock, MonotonicClock, Shedder};
+use crate::{Class, Clock, Mode, MonotonicClock, Shedder};
 
 /// The largest concurrency limit: far above any real service, far below the
 /// engine's 32-bit slot counter.
@@ -64,6 +64,7 @@ pub struct ShedderBuilder {
     min_useful_window: Duration,
     retry_after_cap: Duration,
     retry_after_jitter: f64,
+    mode: Mode,
     clock: Arc<dyn Clock>,
 }
 
@@ -93,6 +94,7 @@ impl Default for ShedderBuilder {
             min_useful_window: Duration::from_millis(5),
             retry_after_cap: Duration::from_secs(30),
             retry_after_jitter: 0.25,
+            mode: Mode::Enforcing,
             clock: Arc::new(MonotonicClock),
         }
     }
@@ -316,6 +318,24 @@ impl ShedderBuilder {
         self
     }
 
+    /// Whether the engine acts on its decisions or only records them.
+    /// Default [`Mode::Enforcing`]; [`Mode::Shadow`] serves every request and
+    /// counts what enforcing mode would have done (see [`Mode`]). Change it
+    /// on a running engine with [`Shedder::set_mode`].
+    ///
+    /// ```
+    /// use shed_core::{Mode, Shedder};
+    ///
+    /// // Deployed watching: read `stats().class(..).would` for a while first.
+    /// let shedder = Shedder::builder().mode(Mode::Shadow).build()?;
+    /// assert_eq!(shedder.mode(), Mode::Shadow);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
     /// The clock the engine reads. Default [`MonotonicClock`]; tests pass a
     /// [`ManualClock`](crate::ManualClock).
     ///
@@ -415,7 +435,7 @@ impl ShedderBuilder {
         Ok(Config {
             limit,
             queue_capacity,
-            live: Live::new(max_wait, target_sojourn, retry_after_cap),
+            live: Live::new(max_wait, target_sojourn, retry_after_cap, self.mode),
             interval: nanos(self.interval),
             interval_completions: self.interval_completions,
             shed_share: self.shed_share,
@@ -519,7 +539,7 @@ pub(crate) struct Config {
 
 /// The settings an operator may change on a running engine
 /// ([`Shedder::set_max_wait`], [`Shedder::set_target_sojourn`],
-/// [`Shedder::set_retry_after_cap`]), in nanoseconds, checked before they
+/// [`Shedder::set_retry_after_cap`], [`Shedder::set_mode`]), times in nanoseconds, checked before they
 /// are stored. Each is read with one relaxed load where it is used, so a
 /// change takes effect for the next request.
 ///
@@ -533,15 +553,37 @@ pub(crate) struct Live {
     max_wait: [AtomicU64; Class::COUNT],
     target_sojourn: AtomicU64,
     retry_after_cap: AtomicU64,
+    shadow: AtomicBool,
 }
 
 impl Live {
-    fn new(max_wait: [u64; Class::COUNT], target_sojourn: u64, retry_after_cap: u64) -> Live {
+    fn new(
+        max_wait: [u64; Class::COUNT],
+        target_sojourn: u64,
+        retry_after_cap: u64,
+        mode: Mode,
+    ) -> Live {
         Live {
             max_wait: max_wait.map(AtomicU64::new),
             target_sojourn: AtomicU64::new(target_sojourn),
             retry_after_cap: AtomicU64::new(retry_after_cap),
+            shadow: AtomicBool::new(mode == Mode::Shadow),
         }
+    }
+
+    /// Whether decisions are enforced or only recorded.
+    pub(crate) fn mode(&self) -> Mode {
+        if self.shadow.load(Ordering::Relaxed) {
+            Mode::Shadow
+        } else {
+            Mode::Enforcing
+        }
+    }
+
+    /// Stores the mode (the engine also drops the rehearsed queue: see
+    /// `Engine::set_mode`).
+    pub(crate) fn set_mode(&self, mode: Mode) {
+        self.shadow.store(mode == Mode::Shadow, Ordering::Relaxed);
     }
 
     /// The longest a request of `class` may wait for a slot.

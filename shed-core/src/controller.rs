@@ -76,6 +76,9 @@ pub(crate) struct Controller {
     service: ServiceTimes,
     healthy_streak: AtomicU32,
     cohort_period: AtomicU64,
+    /// Whether the last interval's service times went unmeasured (see
+    /// [`Controller::mean_service`]).
+    unmeasured: AtomicBool,
 }
 
 impl Controller {
@@ -95,6 +98,7 @@ impl Controller {
             carried: Default::default(),
             service: ServiceTimes::new(),
             healthy_streak: AtomicU32::new(0),
+            unmeasured: AtomicBool::new(false),
             cohort_period: AtomicU64::new(current_hour()),
         }
     }
@@ -181,14 +185,25 @@ impl Controller {
         }
     }
 
-    /// The mean time a request holds its slot, in nanoseconds, once known.
+    /// The mean time a request holds its slot, in nanoseconds, once known:
+    /// the recent mean, or while the service is not measured (a shadow
+    /// engine's overdrawn service) the settled one.
     pub(crate) fn mean_service(&self) -> Option<u64> {
-        self.service.mean()
+        if self.unmeasured.load(Ordering::Relaxed) {
+            self.service.settled_mean()
+        } else {
+            self.service.mean()
+        }
     }
 
     /// The 95th percentile of the time a request holds its slot, once known.
     pub(crate) fn p95_service(&self) -> Option<u64> {
         self.service.p95()
+    }
+
+    /// When the current interval began, in nanoseconds since the epoch.
+    pub(crate) fn interval_began(&self) -> u64 {
+        self.last_update.load(Ordering::Relaxed)
     }
 
     /// The slot time: the mean gap between completions with every one of
@@ -204,9 +219,12 @@ impl Controller {
     /// service time is known: from the steady mean. The overload verdict
     /// compares the offered load with it, and the stats report it.
     pub(crate) fn drain_rate(&self, limit: u32) -> Option<f64> {
-        self.service
-            .steady_mean()
-            .map(|mean| f64::from(limit.max(1)) * 1e9 / mean as f64)
+        let mean = if self.unmeasured.load(Ordering::Relaxed) {
+            self.service.settled_mean()
+        } else {
+            self.service.steady_mean()
+        };
+        mean.map(|mean| f64::from(limit.max(1)) * 1e9 / mean as f64)
     }
 
     /// Whether the requests that passed the level since the current
@@ -303,12 +321,15 @@ impl Controller {
     /// drain rate: under an adaptive limit, a probe's brief cut is left out,
     /// or every probe at 90% load would read as overload and shed (as
     /// Envoy's minimum-RTT probes did: envoyproxy/envoy PR 9007).
+    /// `measured`: whether the interval's completions were measured (see
+    /// `Engine::overdrawn_since`).
     pub(crate) fn update(
         &self,
         _claim: &Claim<'_>,
         now: u64,
         limit: u32,
         hang_ups: u64,
+        measured: bool,
         config: &Config,
     ) -> Closed {
         let elapsed = now.saturating_sub(self.last_update.swap(now, Ordering::Relaxed));
@@ -334,7 +355,12 @@ impl Controller {
             .map(|count| count.swap(0, Ordering::Relaxed));
         let min_sojourn = self.standing_queue(&mins, &waits, first_admitted);
         self.recent_sojourn.store(min_sojourn, Ordering::Relaxed);
-        self.service.close_interval();
+        // An interval whose service times were not measured (a shadow
+        // engine's overdrawn service) leaves the service times as they were.
+        if measured {
+            self.service.close_interval();
+        }
+        self.unmeasured.store(!measured, Ordering::Relaxed);
         self.cohort_period.store(current_hour(), Ordering::Relaxed);
 
         let level = self.level();

@@ -2,7 +2,7 @@
 //! request's journey through it: judge at the door, take a slot or wait,
 //! leave the queue, give the slot back.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,8 +11,11 @@ use crate::config::{nanos, Config, LimitConfig};
 use crate::controller::Controller;
 use crate::instruments::Gauges;
 use crate::limit::{Ending, Estimator, Sampler};
+use crate::mode::Mode;
 use crate::patience::Patience;
+use crate::permit::{Given, Held};
 use crate::queue::{CellState, Entry, QueueGuard, QueueKey, WaitQueues};
+use crate::rehearsal::{Rehearsed, RehearsedQueue};
 use crate::retry_after::{self, Inputs};
 use crate::shedding_log::{SheddingLog, Snapshot};
 use crate::slots::{Slots, TakeOrWait};
@@ -22,7 +25,7 @@ use crate::waiter::Waiter;
 use crate::wake_list::WakeList;
 use crate::{
     random, Admission, Arrival, Class, Clock, Cohort, Level, Permit, Rank, RejectReason, Rejection,
-    Stats,
+    RetryAfter, Stats,
 };
 
 /// Waiters enough to keep every slot busy in a sustained overload; see
@@ -67,6 +70,46 @@ pub(crate) struct Engine {
     counters: Counters,
     /// Warns when shedding starts and stops.
     shedding_log: SheddingLog,
+    /// In shadow mode, the requests that would be waiting (see [`Mode`]).
+    /// Lock order: after the estimator's lock; never held with the queue lock.
+    rehearsal: parking_lot::Mutex<RehearsedQueue>,
+    /// Entries of the rehearsed queue per rank, written under its lock.
+    rehearsed_lens: [AtomicU32; Rank::COUNT],
+    /// Whether shadow mode ever served a request: until then the rehearsed
+    /// queue and the overdrafts are left unread (one load on the hot paths).
+    shadowed: AtomicBool,
+    /// Shadow permits taken beyond the limit and not yet returned.
+    overdrafts: AtomicU32,
+    /// One more than the last time an overdraft was taken or returned
+    /// (0: never). See [`Engine::overdrawn_since`].
+    last_overdraft: AtomicU64,
+}
+
+/// The door's judgement of an arrival, before any slot is taken.
+enum Door {
+    /// Refused at the door, for this reason, at this cohort.
+    Refuse(RejectReason, Cohort),
+    /// Let through the door: it takes a slot or waits.
+    Pass(Pass),
+}
+
+/// An arrival the door let through.
+struct Pass {
+    deadline: Option<u64>,
+    /// Its cohort, if the level needed it drawn.
+    cohort: Option<Cohort>,
+    /// The level it was judged at.
+    level: Level,
+    /// A slot looked free.
+    free: bool,
+    /// `None` when a slot looked free or it may not wait.
+    wait: Option<JudgedWait>,
+}
+
+/// The bounds of the wait the door let an arrival face, in nanoseconds.
+struct JudgedWait {
+    /// The overload wait, if its rank is exposed to one ([`Engine::exposed_wait`]).
+    overload: Option<u64>,
 }
 
 impl Engine {
@@ -89,6 +132,11 @@ impl Engine {
             sustained_limit: AtomicU32::new(config.limit.initial()),
             counters: Counters::default(),
             shedding_log: SheddingLog::new(),
+            rehearsal: parking_lot::Mutex::new(RehearsedQueue::default()),
+            rehearsed_lens: Default::default(),
+            shadowed: AtomicBool::new(false),
+            overdrafts: AtomicU32::new(0),
+            last_overdraft: AtomicU64::new(0),
             config,
         }
     }
@@ -135,9 +183,20 @@ impl Engine {
         self.controller.level_at(self.now(), &self.config)
     }
 
-    /// Requests waiting in `rank`'s queue now, read without the queue lock.
+    /// Requests waiting in `rank`'s queue now, read without the queue lock;
+    /// in shadow mode, those that would be waiting.
     pub(crate) fn queue_len(&self, rank: Rank) -> u32 {
-        self.queue_lens[rank.index()].load(Ordering::Relaxed)
+        let waiting = self.queue_lens[rank.index()].load(Ordering::Relaxed);
+        if self.shadowed() {
+            waiting + self.rehearsed_lens[rank.index()].load(Ordering::Relaxed)
+        } else {
+            waiting
+        }
+    }
+
+    /// Whether shadow mode ever served a request (see the field).
+    fn shadowed(&self) -> bool {
+        self.shadowed.load(Ordering::Relaxed)
     }
 
     /// A snapshot of limits, queues, level and counters; with an adaptive
@@ -163,6 +222,7 @@ impl Engine {
             drain_rate: self.controller.drain_rate(limit),
             classes: Class::ALL.map(|class| self.counters.class(class)),
             bypassed: self.counters.bypassed(),
+            mode: self.config.live.mode(),
         };
         self.counters.publish(|| Gauges::of(&stats));
         stats
@@ -188,57 +248,25 @@ impl Engine {
         self.sustained_limit.load(Ordering::Relaxed)
     }
 
-    /// The whole door: judge, then take a slot, wait, or refuse.
+    /// The whole door: judge, then take a slot, wait, or refuse. In shadow
+    /// mode, judge and record, then serve.
     pub(crate) fn admit(self: &Arc<Self>, arrival: &Arrival, may_wait: bool) -> Admission {
+        if self.config.live.mode() == Mode::Shadow {
+            return Admission::Admitted(self.rehearse(arrival, may_wait));
+        }
         let now = self.now();
         self.tick(now, false);
         let rank = arrival.rank();
-        let deadline = self.deadline_of(arrival, now);
-        if deadline.is_some_and(|deadline| deadline <= now) {
-            return self.refuse(RejectReason::DeadlinePassed, rank, Cohort::MAX);
-        }
-        // Nothing is shed at the lowest level: the fast path then needs no
-        // cohort, and the slower ones draw it when they need it.
-        let level = self.controller.level();
-        let early_cohort = (level != Level::NONE).then(|| self.cohort_of(arrival));
-        if let Some(cohort) = early_cohort.filter(|cohort| level.sheds(rank, *cohort)) {
-            return self.refuse(RejectReason::Shed, rank, cohort);
-        }
-        self.controller.record_passed_level(rank);
-        let cohort = || early_cohort.unwrap_or_else(|| self.cohort_of(arrival));
-
-        // A request that may not wait is served now or refused for overload:
-        // its deadline only has to leave room for the work itself.
+        // A request that may not wait is served now or refused for overload.
         let may_wait = may_wait && self.config.queue_capacity > 0;
-        let free = self.slots.looks_free(rank);
-        // The overload wait of an arrival exposed to one, once judged (see
-        // `exposed_wait`): it also bounds how long it waits if it queues.
-        let judged_wait = if free || !may_wait {
-            if deadline.is_some_and(|deadline| deadline - now < self.config.min_useful_window) {
-                return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort());
-            }
-            None
-        } else {
-            // It would wait: the wait it faces must fit what its deadline
-            // leaves (else it is refused without Retry-After, the caller's
-            // time being gone) and what callers are seen to wait (else it is
-            // refused for overload: the queue is longer than anyone waits).
-            let overload = self.in_overload(level, now);
-            let wait = self.predicted_wait(rank, overload);
-            let window = self.useful_window_when_waiting();
-            if deadline.is_some_and(|deadline| deadline - now < wait.saturating_add(window)) {
-                return self.refuse(RejectReason::DeadlineUnmeetable, rank, cohort());
-            }
-            let overload_wait = self.exposed_wait(rank, overload);
-            let budget = [self.patience_budget(rank.class()), overload_wait];
-            if budget.into_iter().flatten().any(|budget| budget < wait) {
-                return self.refuse(RejectReason::QueueFull, rank, cohort());
-            }
-            Some(overload_wait)
+        let pass = match self.judge(arrival, now, may_wait, |rank| self.slots.looks_free(rank)) {
+            Door::Refuse(reason, cohort) => return self.refuse(reason, rank, cohort),
+            Door::Pass(pass) => pass,
         };
-        if free && self.slots.try_take(rank) {
+        let cohort = || pass.cohort.unwrap_or_else(|| self.cohort_of(arrival));
+        if pass.free && self.slots.try_take(rank) {
             self.controller.record_no_wait(rank);
-            return Admission::Admitted(self.permit(rank, now, deadline));
+            return Admission::Admitted(self.permit(rank, now, pass.deadline));
         }
         if self.estimator.is_some() {
             self.sampler.record_blocked();
@@ -249,10 +277,272 @@ impl Engine {
             return self.refuse(RejectReason::QueueFull, rank, cohort());
         }
         // A slot that looked free was taken first: judged now.
-        let overload_wait =
-            judged_wait.unwrap_or_else(|| self.exposed_wait(rank, self.in_overload(level, now)));
+        let overload_wait = match pass.wait {
+            Some(wait) => wait.overload,
+            None => self.exposed_wait(rank, self.in_overload(pass.level, now)),
+        };
         let longest_wait = overload_wait.map(|wait| wait.saturating_mul(OVERLOAD_WAIT_SLACK));
-        self.enqueue(rank, cohort(), now, deadline, longest_wait)
+        self.enqueue(rank, cohort(), now, pass.deadline, longest_wait)
+    }
+
+    /// The door's judgement, the same in both modes; `looks_free` says
+    /// whether a slot looks free to a rank.
+    #[inline(always)]
+    fn judge(
+        &self,
+        arrival: &Arrival,
+        now: u64,
+        may_wait: bool,
+        looks_free: impl Fn(Rank) -> bool,
+    ) -> Door {
+        let rank = arrival.rank();
+        let deadline = self.deadline_of(arrival, now);
+        if deadline.is_some_and(|deadline| deadline <= now) {
+            return Door::Refuse(RejectReason::DeadlinePassed, Cohort::MAX);
+        }
+        // Nothing is shed at the lowest level: the fast path then needs no
+        // cohort, and the slower ones draw it when they need it.
+        let level = self.controller.level();
+        let early_cohort = (level != Level::NONE).then(|| self.cohort_of(arrival));
+        if let Some(cohort) = early_cohort.filter(|cohort| level.sheds(rank, *cohort)) {
+            return Door::Refuse(RejectReason::Shed, cohort);
+        }
+        self.controller.record_passed_level(rank);
+        let cohort = || early_cohort.unwrap_or_else(|| self.cohort_of(arrival));
+
+        let free = looks_free(rank);
+        let wait = if free || !may_wait {
+            // Served now or not at all: its deadline only has to leave room
+            // for the work itself.
+            if deadline.is_some_and(|deadline| deadline - now < self.config.min_useful_window) {
+                return Door::Refuse(RejectReason::DeadlineUnmeetable, cohort());
+            }
+            None
+        } else {
+            // It would wait: the wait it faces must fit what its deadline
+            // leaves (else it is refused without Retry-After, the caller's
+            // time being gone) and what callers are seen to wait (else it is
+            // refused for overload: the queue is longer than anyone waits).
+            let overload = self.in_overload(level, now);
+            let predicted = self.predicted_wait(rank, overload);
+            let window = self.useful_window_when_waiting();
+            if deadline.is_some_and(|deadline| deadline - now < predicted.saturating_add(window)) {
+                return Door::Refuse(RejectReason::DeadlineUnmeetable, cohort());
+            }
+            let overload_wait = self.exposed_wait(rank, overload);
+            let budget = [self.patience_budget(rank.class()), overload_wait];
+            if budget
+                .into_iter()
+                .flatten()
+                .any(|budget| budget < predicted)
+            {
+                return Door::Refuse(RejectReason::QueueFull, cohort());
+            }
+            Some(JudgedWait {
+                overload: overload_wait,
+            })
+        };
+        Door::Pass(Pass {
+            deadline,
+            cohort: early_cohort,
+            level,
+            free,
+            wait,
+        })
+    }
+
+    /// Shadow mode's door: judges as [`Engine::admit`] does, records what it
+    /// would have done, and serves the request at once (see [`Mode`]).
+    #[cold]
+    #[inline(never)]
+    fn rehearse(self: &Arc<Self>, arrival: &Arrival, may_wait: bool) -> Permit {
+        if !self.shadowed() {
+            self.shadowed.store(true, Ordering::Relaxed);
+        }
+        let now = self.now();
+        self.tick(now, false);
+        self.settle_rehearsal(now);
+        let rank = arrival.rank();
+        let may_wait = may_wait && self.config.queue_capacity > 0;
+        let slot_time = self.controller.slot_time(self.slots.limit()).unwrap_or(0);
+        let next_slot = self
+            .rehearsal
+            .lock()
+            .next_slot(now, slot_time, self.slots.limit());
+        // Free: a slot is free in the service, or one would have freed in
+        // the door enforcing mode would have kept (once its pace is known);
+        // and nobody as important would be waiting.
+        let replayed_free = slot_time > 0 && next_slot <= now;
+        let looks_free = |rank: Rank| {
+            (self.slots.looks_free(rank) || replayed_free)
+                && Rank::ALL[rank.index()..]
+                    .iter()
+                    .all(|rank| self.rehearsed_lens[rank.index()].load(Ordering::Relaxed) == 0)
+        };
+        let deadline = match self.judge(arrival, now, may_wait, looks_free) {
+            Door::Refuse(reason, cohort) => {
+                self.would_refuse(reason, rank, cohort);
+                self.deadline_of(arrival, now)
+            }
+            Door::Pass(pass) => {
+                let cohort = pass.cohort.unwrap_or_else(|| self.cohort_of(arrival));
+                match pass.wait {
+                    _ if pass.free => {
+                        self.controller.record_no_wait(rank);
+                        self.rehearsal.lock().take_slot(next_slot.min(now));
+                    }
+                    Some(wait) if (self.queue_len(rank) as usize) < self.config.queue_capacity => {
+                        self.rehearse_wait(rank, cohort, now, pass.deadline, wait);
+                    }
+                    _ => self.would_refuse(RejectReason::QueueFull, rank, cohort),
+                }
+                pass.deadline
+            }
+        };
+        let overdrawn = self.overdrafts.load(Ordering::Relaxed) > 0;
+        let given = if self.slots.take_beyond_limit() {
+            self.overdrafts.fetch_add(1, Ordering::Relaxed);
+            self.last_overdraft
+                .fetch_max(now.saturating_add(1), Ordering::Relaxed);
+            Given::ShadowOverdraft
+        } else if overdrawn {
+            Given::ShadowOverdrawn
+        } else {
+            Given::Shadow
+        };
+        self.counters.count(rank.class(), Outcome::Admitted);
+        Permit::new(Arc::clone(self), rank, now, 0, deadline).in_shadow(given)
+    }
+
+    /// Stands in for a request the door let wait (with `wait`'s bounds):
+    /// an entry in the rehearsed queue that leaves as the waiter would have.
+    fn rehearse_wait(
+        &self,
+        rank: Rank,
+        cohort: Cohort,
+        now: u64,
+        deadline: Option<u64>,
+        wait: JudgedWait,
+    ) {
+        let longest_wait = wait
+            .overload
+            .map(|wait| wait.saturating_mul(OVERLOAD_WAIT_SLACK));
+        let (expires_at, expiry) = self.expiry(rank.class(), now, deadline, longest_wait);
+        let mut rehearsal = self.rehearsal.lock();
+        rehearsal.push(Rehearsed {
+            rank,
+            cohort,
+            enqueued_at: now,
+            expires_at,
+            expiry,
+        });
+        self.set_rehearsed_len(&rehearsal, rank);
+        drop(rehearsal);
+        self.counters.count_would(rank.class(), Outcome::Queued);
+    }
+
+    /// Replays the door enforcing mode would have kept up to `now`: the
+    /// rehearsed queue's entries leave as their waiters would have, served
+    /// (their waits feed the controller), refused at their expiry, or shed
+    /// by the level.
+    fn settle_rehearsal(&self, now: u64) {
+        let level = self.controller.level();
+        let limit = self.slots.limit();
+        let slot_time = self.controller.slot_time(limit).unwrap_or(0);
+        let by_importance =
+            self.serve_order(self.in_overload(level, now)) == ServeOrder::Importance;
+        let mut refused = Vec::new();
+        let mut rehearsal = self.rehearsal.lock();
+        rehearsal.drain_shed(level, |entry| {
+            refused.push((RejectReason::ShedWhileQueued, entry));
+        });
+        rehearsal.replay(now, slot_time, by_importance, |departure| {
+            self.controller
+                .record_sojourn(departure.entry.rank, departure.sojourn());
+            if let Some(reason) = departure.refused {
+                refused.push((reason, departure.entry));
+            }
+        });
+        for rank in Rank::ALL {
+            self.set_rehearsed_len(&rehearsal, rank);
+        }
+        drop(rehearsal);
+        for (reason, entry) in refused {
+            self.would_refuse(reason, entry.rank, entry.cohort);
+        }
+    }
+
+    fn set_rehearsed_len(&self, rehearsal: &RehearsedQueue, rank: Rank) {
+        self.rehearsed_lens[rank.index()].store(rehearsal.len(rank), Ordering::Relaxed);
+    }
+
+    /// Counts and traces a refusal shadow mode did not make, with the
+    /// Retry-After it would have sent.
+    fn would_refuse(&self, reason: RejectReason, rank: Rank, cohort: Cohort) {
+        self.counters.count_would(rank.class(), Outcome::of(reason));
+        let retry_after = reason.is_overload().then(|| self.retry_after(rank, cohort));
+        tracing::debug!(
+            target: "shed::shadow",
+            class = rank.class().as_str(),
+            attempt = if rank.is_retry() { "retry" } else { "original" },
+            reason = reason.as_str(),
+            retry_after_s = retry_after.map(|after| after.as_secs()),
+            "would refuse"
+        );
+    }
+
+    /// Whether the rehearsed queue holds any entry.
+    fn rehearsed(&self) -> bool {
+        self.shadowed()
+            && self
+                .rehearsed_lens
+                .iter()
+                .any(|len| len.load(Ordering::Relaxed) > 0)
+    }
+
+    /// A request shadow mode served ends at `now`: an overdraft is
+    /// returned, and had its deadline passed, enforcing would have cut it
+    /// off.
+    #[cold]
+    fn end_shadow_service(&self, held: &Held, now: u64) {
+        if held.given == Given::ShadowOverdraft {
+            self.overdrafts.fetch_sub(1, Ordering::Relaxed);
+            self.last_overdraft
+                .fetch_max(now.saturating_add(1), Ordering::Relaxed);
+        }
+        if held.deadline.is_some_and(|deadline| now > deadline) {
+            self.counters
+                .count_would(held.rank.class(), Outcome::CutAtDeadline);
+        }
+    }
+
+    /// Switches between enforcing and shadow mode, for the next request.
+    pub(crate) fn set_mode(&self, mode: Mode) {
+        self.config.live.set_mode(mode);
+        if mode == Mode::Enforcing {
+            self.forget_rehearsal();
+        }
+    }
+
+    /// Drops the rehearsed queue: enforcing resumed, and its requests were
+    /// served.
+    fn forget_rehearsal(&self) {
+        let mut rehearsal = self.rehearsal.lock();
+        rehearsal.clear();
+        for rank in Rank::ALL {
+            self.set_rehearsed_len(&rehearsal, rank);
+        }
+    }
+
+    /// Whether the service ran more requests than the limit allowed at any
+    /// time since `since`: shadow permits taken beyond the limit are held
+    /// now, or one was taken or returned since then. What the service
+    /// measured meanwhile describes load enforcing mode would have kept
+    /// out, so it is not learnt from (see [`Mode`]).
+    fn overdrawn_since(&self, since: u64) -> bool {
+        self.shadowed()
+            && (self.overdrafts.load(Ordering::Relaxed) > 0
+                || self.last_overdraft.load(Ordering::Relaxed) > since)
     }
 
     /// Takes the queue lock; wakers collected while it is held run when it
@@ -315,7 +605,23 @@ impl Engine {
         deadline: Option<u64>,
         longest_wait: Option<u64>,
     ) -> Waiter {
-        let class = rank.class();
+        let (expires_at, expiry) = self.expiry(rank.class(), now, deadline, longest_wait);
+        let (key, cell) = locked.queues.push(rank, cohort, now, expires_at, expiry);
+        self.set_queue_len(&locked.queues, rank);
+        Waiter::new(Arc::clone(self), cell, key, rank, deadline)
+    }
+
+    /// When a request of `class` queued at `now` leaves the queue unserved,
+    /// and why: at the class's maximum wait, its callers' patience or
+    /// `longest_wait`, or earlier when its deadline would leave too little
+    /// time for the work.
+    fn expiry(
+        &self,
+        class: Class,
+        now: u64,
+        deadline: Option<u64>,
+        longest_wait: Option<u64>,
+    ) -> (u64, RejectReason) {
         let max_wait = [self.patience_budget(class), longest_wait]
             .into_iter()
             .flatten()
@@ -323,15 +629,12 @@ impl Engine {
         let max_wait_ends = now.saturating_add(max_wait);
         let last_useful =
             deadline.map(|deadline| deadline.saturating_sub(self.useful_window_when_waiting()));
-        let (expires_at, expiry) = match last_useful {
+        match last_useful {
             Some(last_useful) if last_useful < max_wait_ends => {
                 (last_useful, RejectReason::DeadlineExpiredInQueue)
             }
             _ => (max_wait_ends, RejectReason::QueueTimeout),
-        };
-        let (key, cell) = locked.queues.push(rank, cohort, now, expires_at, expiry);
-        self.set_queue_len(&locked.queues, rank);
-        Waiter::new(Arc::clone(self), cell, key, rank, deadline)
+        }
     }
 
     /// A permit taken without waiting.
@@ -356,20 +659,24 @@ impl Engine {
     /// Counts a refusal and computes its Retry-After. No lock, no allocation.
     fn rejection(&self, reason: RejectReason, rank: Rank, cohort: Cohort) -> Rejection {
         self.counters.count(rank.class(), Outcome::of(reason));
-        let retry_after = reason.is_overload().then(|| {
-            retry_after::compute(Inputs {
-                rank,
-                queue_ahead: self.queue_ahead(rank),
-                slot_time: self.controller.slot_time(self.sustained_limit()),
-                distance_below_level: self.controller.level().distance_below(rank, cohort),
-                recovery_step: self.config.recovery_step,
-                interval: self.config.interval,
-                cap: self.config.live.retry_after_cap(),
-                jitter: self.config.retry_after_jitter,
-                sample: random::next_u64() >> 48,
-            })
-        });
+        let retry_after = reason.is_overload().then(|| self.retry_after(rank, cohort));
         Rejection::new(reason, rank, retry_after)
+    }
+
+    /// When a request refused for overload now should come back.
+    #[inline(never)]
+    fn retry_after(&self, rank: Rank, cohort: Cohort) -> RetryAfter {
+        retry_after::compute(Inputs {
+            rank,
+            queue_ahead: self.queue_ahead(rank),
+            slot_time: self.controller.slot_time(self.sustained_limit()),
+            distance_below_level: self.controller.level().distance_below(rank, cohort),
+            recovery_step: self.config.recovery_step,
+            interval: self.config.interval,
+            cap: self.config.live.retry_after_cap(),
+            jitter: self.config.retry_after_jitter,
+            sample: random::next_u64() >> 48,
+        })
     }
 
     /// An arrival's deadline on the engine's clock, `now` being when it is
@@ -397,10 +704,18 @@ impl Engine {
     /// refusal's Retry-After counts these too: refusals for overload come
     /// in one.)
     fn queue_ahead(&self, rank: Rank) -> u32 {
-        Rank::ALL[rank.index()..]
-            .iter()
-            .map(|rank| self.queue_len(*rank))
-            .sum()
+        let ahead = &Rank::ALL[rank.index()..];
+        let lens = |lens: &[AtomicU32; Rank::COUNT]| -> u32 {
+            ahead
+                .iter()
+                .map(|rank| lens[rank.index()].load(Ordering::Relaxed))
+                .sum()
+        };
+        if self.shadowed() {
+            lens(&self.queue_lens) + lens(&self.rehearsed_lens)
+        } else {
+            lens(&self.queue_lens)
+        }
     }
 
     /// The least time a request that must wait for a slot needs left when it
@@ -532,21 +847,35 @@ impl Engine {
         })
     }
 
-    /// A permit's slot comes back: it was taken at `started_at`, in `epoch`,
-    /// after waiting `queued` nanoseconds.
-    pub(crate) fn complete(
-        &self,
-        rank: Rank,
-        started_at: u64,
-        queued: u64,
-        epoch: u32,
-        ending: Ending,
-    ) {
+    /// A permit's slot comes back.
+    pub(crate) fn complete(&self, held: &Held) {
         let now = self.now();
+        let Held {
+            rank,
+            started_at,
+            queued,
+            epoch,
+            ending,
+            ..
+        } = *held;
+        if held.given != Given::Enforced {
+            self.end_shadow_service(held, now);
+        }
+        // How long callers wait is theirs, whatever the service's load.
         if ending == Ending::Abandoned {
             let age = now.saturating_sub(started_at).saturating_add(queued);
             self.patience.record(rank.class(), age);
         }
+        // A shadow permit taken while the service ran beyond the limit holds
+        // its slot in a service enforcing mode would not have had; one taken
+        // before is measured whole (left out for an overdraft that came
+        // later, the longest permits, likelier to meet one, would be left
+        // out most: the service would read faster than it is).
+        let learnt = match held.given {
+            Given::Enforced => !self.overdrawn_since(started_at),
+            Given::Shadow => true,
+            Given::ShadowOverdrawn | Given::ShadowOverdraft => false,
+        };
         let outcome = match ending {
             Ending::Completed => Outcome::Completed,
             Ending::Abandoned => Outcome::Abandoned,
@@ -555,8 +884,8 @@ impl Engine {
         self.counters.count(rank.class(), outcome);
         let hold = now.saturating_sub(started_at);
         self.counters.record_times(rank.class(), queued, hold);
-        let force = self.controller.record_completion(hold, &self.config);
-        if self.estimator.is_some() {
+        let force = learnt && self.controller.record_completion(hold, &self.config);
+        if learnt && self.estimator.is_some() {
             self.sampler.record(epoch, hold, ending);
         }
         self.give_back(now);
@@ -577,12 +906,29 @@ impl Engine {
         let Some(claim) = self.controller.claim(now, force, &self.config) else {
             return;
         };
+        match self.config.live.mode() {
+            Mode::Shadow => self.settle_rehearsal(now),
+            // A shadow request that raced a switch to enforcing may have
+            // left an entry.
+            Mode::Enforcing if self.rehearsed() => self.forget_rehearsal(),
+            Mode::Enforcing => {}
+        }
         let hang_ups = self.patience.close_interval();
+        // An overdrawn service's measurements are not learnt (see `Mode`),
+        // nor its callers' hang-ups taken as a sign of overload: enforcing
+        // mode would have kept the load that made them out.
+        let measured = !self.overdrawn_since(self.controller.interval_began());
+        let hang_ups = if measured { hang_ups } else { 0 };
         // Nobody else takes the estimator's lock but stats and `set_limit`.
         let mut estimator = self.estimator.as_ref().map(|estimator| estimator.lock());
-        let closed =
-            self.controller
-                .update(&claim, now, self.sustained_limit(), hang_ups, &self.config);
+        let closed = self.controller.update(
+            &claim,
+            now,
+            self.sustained_limit(),
+            hang_ups,
+            measured,
+            &self.config,
+        );
         self.shedding_log
             .observe(now, self.controller.level(), || Snapshot {
                 limit: self.slots.limit(),
@@ -591,7 +937,11 @@ impl Engine {
         self.counters
             .publish(|| self.gauges(self.controller.level()));
         if let Some(estimator) = &mut estimator {
-            if estimator.on_interval(self.sampler.take(closed)) {
+            let samples = self.sampler.take(closed);
+            if !measured {
+                return;
+            }
+            if estimator.on_interval(samples) {
                 self.sampler.new_epoch();
             }
             self.follow(estimator, now);

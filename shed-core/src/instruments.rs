@@ -51,6 +51,7 @@ mod reported {
     /// built.
     pub(crate) struct Instruments {
         requests: [[Counter; OUTCOMES]; Class::COUNT],
+        would: [[Counter; OUTCOMES]; Class::COUNT],
         bypassed: Counter,
         limit: Gauge,
         in_flight: Gauge,
@@ -68,6 +69,11 @@ mod reported {
                 requests: Class::ALL.map(|class| {
                     Outcome::ALL.map(|outcome| {
                         counter!("shed.requests", "class" => class.as_str(), "outcome" => outcome.as_str())
+                    })
+                }),
+                would: Class::ALL.map(|class| {
+                    Outcome::ALL.map(|outcome| {
+                        counter!("shed.shadow.requests", "class" => class.as_str(), "outcome" => outcome.as_str())
                     })
                 }),
                 bypassed: counter!("shed.requests.bypassed"),
@@ -90,6 +96,11 @@ mod reported {
         #[inline]
         pub(crate) fn count(&self, class: Class, outcome: Outcome) {
             self.requests[class.index()][outcome as usize].increment(1);
+        }
+
+        #[inline]
+        pub(crate) fn count_would(&self, class: Class, outcome: Outcome) {
+            self.would[class.index()][outcome as usize].increment(1);
         }
 
         #[inline]
@@ -137,6 +148,11 @@ mod reported {
             "Requests by class and outcome, at each step they take"
         );
         describe_counter!(
+            "shed.shadow.requests",
+            Unit::Count,
+            "In shadow mode, what enforcing mode would have done with requests served"
+        );
+        describe_counter!(
             "shed.requests.bypassed",
             Unit::Count,
             "Requests let through unjudged"
@@ -179,6 +195,9 @@ mod silent {
     impl Instruments {
         #[inline(always)]
         pub(crate) fn count(&self, _class: Class, _outcome: Outcome) {}
+
+        #[inline(always)]
+        pub(crate) fn count_would(&self, _class: Class, _outcome: Outcome) {}
 
         #[inline(always)]
         pub(crate) fn count_bypassed(&self) {}

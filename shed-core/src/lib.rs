@@ -42,6 +42,7 @@
 //! | name | kind | unit | labels | what |
 //! |---|---|---|---|---|
 //! | `shed.requests` | counter | requests | `class`, `outcome` | requests by class and outcome: `admitted`, `queued`, `shed`, `shed_by_deadline`, `queue_full`, `dropped_from_queue`, `expired`, `completed`, `abandoned`, `cut_at_deadline`; a request counts at each step it takes (queued, then admitted, then completed) |
+//! | `shed.shadow.requests` | counter | requests | `class`, `outcome` | in [shadow mode](Mode::Shadow), what enforcing mode would have done with requests it served: `queued`, `shed`, `shed_by_deadline`, `queue_full`, `dropped_from_queue`, `expired`, `cut_at_deadline` |
 //! | `shed.requests.bypassed` | counter | requests | | requests let through unjudged ([`Shedder::count_bypassed`]) |
 //! | `shed.limit` | gauge | requests | | the concurrency limit |
 //! | `shed.in_flight` | gauge | requests | | requests holding a slot |
@@ -67,11 +68,13 @@ mod histogram;
 mod instruments;
 mod level;
 mod limit;
+mod mode;
 mod offered_load;
 mod patience;
 mod permit;
 mod queue;
 mod random;
+mod rehearsal;
 mod reject;
 pub mod retry;
 mod retry_after;
@@ -93,10 +96,11 @@ pub use cohort::Cohort;
 pub use config::{ConfigError, ShedderBuilder};
 pub use level::Level;
 pub use limit::{AdaptiveLimit, AdaptiveStats};
+pub use mode::{Mode, ParseModeError};
 pub use permit::Permit;
 pub use reject::{RejectReason, Rejection, RetryAfter};
 pub use shedder::Shedder;
-pub use stats::{ClassStats, Stats};
+pub use stats::{ClassStats, Stats, WouldStats};
 pub use waiter::Waiter;
 
 /// The crate's README, compiled and run as a doctest so it cannot rot.

@@ -36,6 +36,14 @@ const QUANTILE: f64 = 0.95;
 /// half within two intervals.
 const STEADY_DECAY: f64 = 0.95;
 
+/// The share of the settled mean's weight kept at each interval: a memory
+/// of about two hundred intervals (twenty seconds at the default 100 ms).
+/// A shadow engine whose service is overdrawn predicts with it (see
+/// `shed_core::Mode`): at half of 8 slots of 20 ms the steady mean stands on
+/// some 400 completions and reads up to an eighth off, the settled one on
+/// some 4,000.
+const SETTLED_DECAY: f64 = 0.995;
+
 /// Service times of the current interval, and their smoothed summaries.
 #[derive(Debug)]
 pub(crate) struct ServiceTimes {
@@ -50,6 +58,10 @@ pub(crate) struct ServiceTimes {
     /// (`f64` bits); only the thread closing an interval writes them.
     steady_total: AtomicU64,
     steady_count: AtomicU64,
+    /// The settled mean's decayed sum and count (`f64` bits), as the
+    /// steady mean's.
+    settled_total: AtomicU64,
+    settled_count: AtomicU64,
 }
 
 impl ServiceTimes {
@@ -64,6 +76,8 @@ impl ServiceTimes {
             p95: AtomicU64::new(0),
             steady_total: AtomicU64::new(0),
             steady_count: AtomicU64::new(0),
+            settled_total: AtomicU64::new(0),
+            settled_count: AtomicU64::new(0),
         }
     }
 
@@ -88,10 +102,13 @@ impl ServiceTimes {
     /// The mean over about the last two seconds of completions, each
     /// weighing alike, in nanoseconds, once known.
     pub(crate) fn steady_mean(&self) -> Option<u64> {
-        let total = f64::from_bits(self.steady_total.load(Ordering::Relaxed));
-        let count = f64::from_bits(self.steady_count.load(Ordering::Relaxed));
-        // The float-to-integer cast saturates.
-        (count > 0.0).then(|| ((total / count) as u64).max(1))
+        ratio(&self.steady_total, &self.steady_count)
+    }
+
+    /// The mean over about the last twenty seconds of completions, each
+    /// weighing alike, in nanoseconds, once known.
+    pub(crate) fn settled_mean(&self) -> Option<u64> {
+        ratio(&self.settled_total, &self.settled_count)
     }
 
     /// How many completions the steady mean stands on (decayed, so about
@@ -128,15 +145,25 @@ impl ServiceTimes {
 }
 
 impl ServiceTimes {
-    /// Decays the steady mean's weights and adds the interval's.
+    /// Decays the steady and settled means' weights and adds the interval's.
     fn fold_steady(&self, total: u64, completions: u64) {
-        let decayed = |weight: &AtomicU64, add: f64| {
-            let kept = f64::from_bits(weight.load(Ordering::Relaxed)) * STEADY_DECAY;
+        let decayed = |weight: &AtomicU64, decay: f64, add: f64| {
+            let kept = f64::from_bits(weight.load(Ordering::Relaxed)) * decay;
             weight.store((kept + add).to_bits(), Ordering::Relaxed);
         };
-        decayed(&self.steady_total, total as f64);
-        decayed(&self.steady_count, completions as f64);
+        decayed(&self.steady_total, STEADY_DECAY, total as f64);
+        decayed(&self.steady_count, STEADY_DECAY, completions as f64);
+        decayed(&self.settled_total, SETTLED_DECAY, total as f64);
+        decayed(&self.settled_count, SETTLED_DECAY, completions as f64);
     }
+}
+
+/// A decayed sum over a decayed count (`f64` bits), once there is a count.
+fn ratio(total: &AtomicU64, count: &AtomicU64) -> Option<u64> {
+    let total = f64::from_bits(total.load(Ordering::Relaxed));
+    let count = f64::from_bits(count.load(Ordering::Relaxed));
+    // The float-to-integer cast saturates.
+    (count > 0.0).then(|| ((total / count) as u64).max(1))
 }
 
 fn known(nanos: u64) -> Option<u64> {

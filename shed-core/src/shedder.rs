@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::{
-    Admission, Arrival, Class, ConfigError, Level, Permit, Rank, Rejection, ShedderBuilder, Stats,
+    Admission, Arrival, Class, ConfigError, Level, Mode, Permit, Rank, Rejection, ShedderBuilder,
+    Stats,
 };
 
 /// Admission control for one service: a concurrency limit, priority wait
@@ -73,12 +74,16 @@ impl Shedder {
     /// there (its queue filled up, or the level rose, in the meantime) comes
     /// from under that lock. Await the result (it is
     /// [`IntoFuture`](std::future::IntoFuture)) to wait for a slot when queued.
+    ///
+    /// In [shadow mode](Mode::Shadow) every request is admitted at once,
+    /// and what enforcing mode would have done is counted.
     pub fn admit(&self, arrival: &Arrival) -> Admission {
         self.engine.admit(arrival, true)
     }
 
     /// Like [`admit`](Shedder::admit), but never waits: a request that would
     /// queue is refused with [`RejectReason::QueueFull`](crate::RejectReason::QueueFull).
+    /// In [shadow mode](Mode::Shadow) it never refuses.
     ///
     /// # Errors
     ///
@@ -214,6 +219,33 @@ impl Shedder {
     /// When `cap` is under 1 s or over a day; it is then unchanged.
     pub fn set_retry_after_cap(&self, cap: Duration) -> Result<(), ConfigError> {
         self.engine.config().set_retry_after_cap(cap)
+    }
+
+    /// Switches between enforcing decisions and only recording them, from
+    /// the next request on; no slot and no queued request is lost (see
+    /// [`Mode`] for what happens to requests already admitted or waiting).
+    ///
+    /// ```
+    /// use shed_core::{Arrival, Class, Mode, Shedder};
+    ///
+    /// let shedder = Shedder::builder().limit(1).mode(Mode::Shadow).build()?;
+    /// let served = [(); 3].map(|()| shedder.try_admit(&Arrival::new(Class::Batch)).unwrap());
+    /// assert_eq!(shedder.in_flight(), 3);
+    /// // A week of reading `would` later: enforce. The two beyond the limit
+    /// // finish; new arrivals are held to it.
+    /// shedder.set_mode(Mode::Enforcing);
+    /// assert!(shedder.try_admit(&Arrival::new(Class::Batch)).is_err());
+    /// drop(served);
+    /// assert_eq!(shedder.in_flight(), 0);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn set_mode(&self, mode: Mode) {
+        self.engine.set_mode(mode);
+    }
+
+    /// Whether the engine enforces its decisions or only records them.
+    pub fn mode(&self) -> Mode {
+        self.engine.config().live.mode()
     }
 
     /// Requests holding a slot now.

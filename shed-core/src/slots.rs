@@ -131,6 +131,13 @@ impl Slots {
         false
     }
 
+    /// Takes a slot whatever the limit and the waiters (a shadow engine
+    /// serves every request). Returns whether it went beyond the limit.
+    pub(crate) fn take_beyond_limit(&self) -> bool {
+        let previous = self.word.fetch_add(1, Ordering::AcqRel);
+        in_flight(previous) >= self.limit()
+    }
+
     /// Takes a slot if `rank` may, else marks `rank` as waiting.
     pub(crate) fn take_or_wait(&self, rank: Rank, _locked: &QueueGuard<'_>) -> TakeOrWait {
         let limit = self.limit();
@@ -211,6 +218,18 @@ mod tests {
         assert!(!slots.try_take(BATCH));
         assert!(!slots.try_take(Rank::original(Class::Background)));
         assert!(slots.try_take(CRITICAL));
+    }
+
+    #[test]
+    fn a_slot_taken_beyond_the_limit_says_so_and_is_given_back_like_any() {
+        let slots = Slots::new(1);
+        assert!(!slots.take_beyond_limit());
+        assert!(slots.take_beyond_limit());
+        assert_eq!(slots.in_flight(), 2);
+        assert!(slots.over_limit());
+        assert!(slots.try_give_back());
+        assert!(slots.try_give_back());
+        assert_eq!(slots.in_flight(), 0);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::instruments::{Gauges, Instruments};
-use crate::{AdaptiveStats, Class, Level, Rank, RejectReason};
+use crate::{AdaptiveStats, Class, Level, Mode, Rank, RejectReason};
 
 /// What happened to a request at one step of its journey.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +94,8 @@ impl Outcome {
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     by_class: [[AtomicU64; OUTCOMES]; Class::COUNT],
+    /// What enforcing mode would have done, in shadow mode.
+    would: [[AtomicU64; OUTCOMES]; Class::COUNT],
     bypassed: AtomicU64,
     /// The same counts and more, for the application's metrics recorder.
     instruments: Instruments,
@@ -103,6 +105,13 @@ impl Counters {
     pub(crate) fn count(&self, class: Class, outcome: Outcome) {
         self.by_class[class.index()][outcome as usize].fetch_add(1, Ordering::Relaxed);
         self.instruments.count(class, outcome);
+    }
+
+    /// Counts what enforcing mode would have done with a request shadow
+    /// mode served.
+    pub(crate) fn count_would(&self, class: Class, outcome: Outcome) {
+        self.would[class.index()][outcome as usize].fetch_add(1, Ordering::Relaxed);
+        self.instruments.count_would(class, outcome);
     }
 
     pub(crate) fn count_bypassed(&self) {
@@ -130,6 +139,8 @@ impl Counters {
         let read = |outcome: Outcome| {
             self.by_class[class.index()][outcome as usize].load(Ordering::Relaxed)
         };
+        let would =
+            |outcome: Outcome| self.would[class.index()][outcome as usize].load(Ordering::Relaxed);
         ClassStats {
             class,
             admitted: read(Outcome::Admitted),
@@ -142,6 +153,15 @@ impl Counters {
             completed: read(Outcome::Completed),
             abandoned: read(Outcome::Abandoned),
             cut_at_deadline: read(Outcome::CutAtDeadline),
+            would: WouldStats {
+                queued: would(Outcome::Queued),
+                shed: would(Outcome::Shed),
+                shed_by_deadline: would(Outcome::ShedByDeadline),
+                queue_full: would(Outcome::QueueFull),
+                dropped_from_queue: would(Outcome::DroppedFromQueue),
+                expired: would(Outcome::Expired),
+                cut_at_deadline: would(Outcome::CutAtDeadline),
+            },
         }
     }
 }
@@ -174,6 +194,59 @@ pub struct ClassStats {
     /// Admitted requests cut off at their deadline
     /// ([`Permit::cut_at_deadline`](crate::Permit::cut_at_deadline)).
     pub cut_at_deadline: u64,
+    /// In [shadow mode](Mode::Shadow), what enforcing mode would have done
+    /// with the requests that were served (all counted as admitted above).
+    pub would: WouldStats,
+}
+
+/// What enforcing mode would have done with one class's requests that
+/// [shadow mode](Mode::Shadow) served, since the engine was built: the
+/// counters of [`ClassStats`] that shadow mode does not act on, judged as
+/// enforcing mode judges (see [`Mode`] for how the shadow engine accounts
+/// for them).
+///
+/// ```
+/// use shed_core::{Arrival, Class, Mode, Shedder};
+///
+/// let shedder = Shedder::builder().limit(1).mode(Mode::Shadow).build()?;
+/// let served: Vec<_> = (0..3)
+///     .map(|_| shedder.try_admit(&Arrival::new(Class::Batch)).unwrap())
+///     .collect();
+/// let batch = *shedder.stats().class(Class::Batch);
+/// assert_eq!(batch.admitted, 3);
+/// assert_eq!(batch.would.queue_full, 2); // no room to wait: `try_admit`
+/// assert_eq!(batch.would.rejected(), 2);
+/// # drop(served);
+/// # Ok::<(), shed_core::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WouldStats {
+    /// Requests that would have waited for a slot.
+    pub queued: u64,
+    /// Requests the admission level would have refused at the door.
+    pub shed: u64,
+    /// Requests that would have been refused at the door for their deadline.
+    pub shed_by_deadline: u64,
+    /// Requests that would have been refused for a full queue (or a wait
+    /// longer than callers wait).
+    pub queue_full: u64,
+    /// Requests that would have been dropped while waiting: maximum wait
+    /// exceeded, or shed as the level rose.
+    pub dropped_from_queue: u64,
+    /// Requests whose deadline would have passed while they waited.
+    pub expired: u64,
+    /// Requests whose deadline passed while they were served: enforcing,
+    /// the middleware would have cut them off.
+    pub cut_at_deadline: u64,
+}
+
+impl WouldStats {
+    /// Every refusal enforcing mode would have made, whatever the reason
+    /// (as [`ClassStats::rejected`]: cuts at the deadline not included).
+    pub fn rejected(&self) -> u64 {
+        self.shed + self.shed_by_deadline + self.queue_full + self.dropped_from_queue + self.expired
+    }
 }
 
 impl ClassStats {
@@ -212,6 +285,8 @@ pub struct Stats {
     /// Requests let through unjudged, in no class (health checks, metrics
     /// scrapes: see [`Shedder::count_bypassed`](crate::Shedder::count_bypassed)).
     pub bypassed: u64,
+    /// Whether decisions are enforced or only recorded ([`Mode`]).
+    pub mode: Mode,
 }
 
 impl Stats {

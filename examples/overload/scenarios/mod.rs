@@ -16,6 +16,7 @@ mod deadline;
 pub mod figures;
 mod isolation;
 mod metastable;
+mod shadow;
 mod steady;
 mod unknown_capacity;
 
@@ -118,13 +119,15 @@ pub enum Scenario {
     CpuBound,
     /// Service time tripled for 15 s under 0.8x load, then restored.
     CapacityDrop,
+    /// Shadow mode's would-be refusals against enforcing mode's, at 1.5x and 2x.
+    Shadow,
     /// Ten minutes at 4x against a server in its own process (not default).
     Soak,
 }
 
 impl Scenario {
     /// The scenarios run when none is named, in run order (all but the soak).
-    pub const DEFAULT: [Scenario; 7] = [
+    pub const DEFAULT: [Scenario; 8] = [
         Scenario::Steady,
         Scenario::Isolation,
         Scenario::Deadline,
@@ -132,6 +135,7 @@ impl Scenario {
         Scenario::UnknownCapacity,
         Scenario::CpuBound,
         Scenario::CapacityDrop,
+        Scenario::Shadow,
     ];
 
     /// The name used on the command line and in file names.
@@ -144,6 +148,7 @@ impl Scenario {
             Scenario::UnknownCapacity => "unknown-capacity",
             Scenario::CpuBound => "cpu-bound",
             Scenario::CapacityDrop => "capacity-drop",
+            Scenario::Shadow => "shadow",
             Scenario::Soak => "soak",
         }
     }
@@ -155,6 +160,7 @@ impl Scenario {
                 "shed,shed@64,tower@64,shed@true,tower@true"
             }
             Scenario::CapacityDrop => "shed,shed@true,tower@true",
+            Scenario::Shadow => "shed,shadow",
             Scenario::Soak => "shed",
             _ => "none,tower@true,shed@true,shed",
         };
@@ -181,6 +187,7 @@ impl Scenario {
                 unknown_capacity::specs(lab, capacity)
             }
             Scenario::CapacityDrop => capacity_drop::specs(lab, capacity),
+            Scenario::Shadow => shadow::specs(lab, capacity),
             Scenario::Soak => Vec::new(),
         }
     }
@@ -203,7 +210,7 @@ impl FromStr for Scenario {
             .ok_or_else(|| {
                 format!(
                     "unknown scenario {s:?} (expected steady, isolation, deadline, metastable, \
-                     unknown-capacity, cpu-bound, capacity-drop, soak or all)"
+                     unknown-capacity, cpu-bound, capacity-drop, shadow, soak or all)"
                 )
             })
     }
@@ -370,6 +377,12 @@ async fn run_trials(
                     "[{scenario}] {policy:<10} {:<6} engine refusals over the trial: {}; adaptive-limit probes {}, back-offs {}",
                     t.spec.label, engine.refusals, engine.probes, engine.back_offs
                 );
+                if engine.would.total() > 0 {
+                    eprintln!(
+                        "[{scenario}] {policy:<10} {:<6} refusals it would have made: {}",
+                        t.spec.label, engine.would
+                    );
+                }
             }
             trials.push(t);
         }
@@ -420,6 +433,7 @@ pub async fn run(
         Scenario::UnknownCapacity => unknown_capacity::report(&ctx, &trials, scenario, 1.5),
         Scenario::CpuBound => unknown_capacity::report(&ctx, &trials, scenario, 3.0),
         Scenario::CapacityDrop => capacity_drop::report(&ctx, &trials, reduced),
+        Scenario::Shadow => shadow::report(&ctx, &trials),
         Scenario::Soak => unreachable!("the soak returned above"),
     };
     for note in &setup.notes {
@@ -455,6 +469,7 @@ pub async fn run(
             unknown_capacity::plot(&ctx, &trials, scenario, &plot)?
         }
         Scenario::CapacityDrop => capacity_drop::plot(&ctx, &trials, &plot)?,
+        Scenario::Shadow => shadow::plot(&ctx, &trials, &plot)?,
         Scenario::Soak => unreachable!("the soak returned above"),
     }
     files.push(plot);

@@ -413,6 +413,11 @@ impl XorShift {
         self.next() % n
     }
 
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     pub fn one_in(&mut self, n: u64) -> bool {
         self.below(n) == 0
     }
