@@ -79,13 +79,20 @@ pub fn routes(shedder: Option<Shedder>) -> Router {
 #[cfg(all(test, feature = "metrics"))]
 mod tests {
     use std::collections::HashMap;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+    use std::time::Duration;
 
     use axum::{body::Body, routing::get};
     use http::Request;
     use http_body_util::BodyExt;
     use metrics_exporter_prometheus::PrometheusBuilder;
     use prometheus_parse::{Sample, Scrape, Value};
-    use shed::{Class, ShedLayer, Shedder, Stats};
+    use shed::{
+        Admission, Arrival, Class, Cohort, Level, ManualClock, Permit, ShedLayer, Shedder, Stats,
+        Waiter,
+    };
     use tower::ServiceExt;
 
     async fn get_text(app: &axum::Router, path: &str) -> String {
@@ -98,6 +105,14 @@ mod tests {
         );
         let body = response.into_body().collect().await.unwrap().to_bytes();
         String::from_utf8(body.to_vec()).unwrap()
+    }
+
+    /// The samples of one scrape of `/metrics`, parsed as Prometheus text.
+    async fn scrape(app: &axum::Router) -> Vec<Sample> {
+        let exposition = get_text(app, "/metrics").await;
+        let scrape = Scrape::parse(exposition.lines().map(|line| Ok(line.to_owned())))
+            .unwrap_or_else(|e| panic!("not Prometheus text: {e}\n{exposition}"));
+        scrape.samples
     }
 
     /// The value of the sample named `name` (with or without a `_total`
@@ -194,5 +209,62 @@ mod tests {
                 matches!(count.value, Value::Untyped(n) | Value::Counter(n) if n == interactive.completed as f64)
             );
         }
+    }
+
+    /// The permit a waiter was handed, which it must hold by now.
+    fn granted(waiter: &mut Waiter) -> Permit {
+        match Pin::new(waiter).poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(Ok(permit)) => permit,
+            other => panic!("expected a permit, got {other:?}"),
+        }
+    }
+
+    /// One slot and a standing queue of batch requests, each waiting 10 ms
+    /// or more, twice the default target, for one 100 ms interval whose
+    /// close raises the level; then everybody leaves.
+    fn flood(shedder: &Shedder, clock: &ManualClock) {
+        let batch = || Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
+        let mut serving = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+        let mut waiting: Vec<Waiter> = (0..20)
+            .map(|_| match shedder.admit(&batch()) {
+                Admission::Queued(waiter) => waiter,
+                other => panic!("expected to wait, got {other:?}"),
+            })
+            .collect();
+        for mut next in waiting.drain(..10) {
+            clock.advance(Duration::from_millis(10));
+            drop(serving);
+            serving = granted(&mut next);
+        }
+        // Everybody leaves: the rest stop waiting, the last one served ends.
+        drop(waiting);
+        drop(serving);
+    }
+
+    #[tokio::test]
+    async fn an_idle_service_scrapes_as_not_shedding_before_any_request_arrives() {
+        let recorder = PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let clock = ManualClock::new();
+        let shedder = metrics::with_local_recorder(&recorder, || {
+            Shedder::builder()
+                .limit(1)
+                .clock(clock.clone())
+                .build()
+                .unwrap()
+        });
+        let app = super::enabled::route(handle, Some(shedder.clone()));
+
+        flood(&shedder, &clock);
+        let raised = shedder.level();
+        assert!(raised > Level::NONE);
+        let level = value(&scrape(&app).await, "shed_admission_level", &[]);
+        assert_eq!(level, f64::from(raised.get()), "shedding while flooded");
+
+        // Sixteen intervals without a request or completion: the next
+        // request would find the level reset, and so does the scrape.
+        clock.advance(Duration::from_millis(1_600));
+        let level = value(&scrape(&app).await, "shed_admission_level", &[]);
+        assert_eq!(level, 0.0, "an idle service is not shedding");
     }
 }
