@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use shed_axum::client::ShedRetryLayer;
 use shed_core::retry::{Reason, Replay, Retrier};
 use tokio::time::Instant;
@@ -97,6 +97,21 @@ async fn retries_are_marked_carry_the_remaining_deadline_and_wait_out_the_pushba
     // Sent at 1,000 ms: 1,500 ms deadline less 50 ms reserve less 1,000 ms.
     assert_eq!(seen[1].headers["grpc-timeout"], "450000u");
     assert!(seen[1].at - seen[0].at >= Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_inbound_attempt_number_and_deadline_are_replaced_by_this_clients() {
+    // A proxy copying its caller's headers onto its own call.
+    let mut proxied = get();
+    let headers = proxied.headers_mut();
+    headers.insert("shed-attempt", HeaderValue::from_static("3"));
+    headers.insert("grpc-timeout", HeaderValue::from_static("30S"));
+    let server = Scripted::new([]);
+    assert_eq!(call(retrier(), &server, proxied).await.status(), 200);
+
+    let seen = server.seen();
+    assert_eq!(seen[0].headers["shed-attempt"], "1");
+    assert_eq!(seen[0].headers["grpc-timeout"], "1450000u");
 }
 
 #[tokio::test(start_paused = true)]
