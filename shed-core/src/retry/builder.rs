@@ -192,7 +192,7 @@ impl RetrierBuilder {
     /// use shed_core::retry::{AttemptOutcome, Decision, Pushback, Replay, Retrier, RetryableSet};
     ///
     /// let retrier = Retrier::builder()
-    ///     .retryable(RetryableSet::default().add_status(502))
+    ///     .retryable(RetryableSet::default().add_status(502)?)
     ///     .build()?;
     /// let mut op = retrier.begin(Replay::Safe);
     /// let decision = retrier.decide(&mut op, AttemptOutcome::Status(502), Pushback::Absent, Duration::ZERO);
@@ -267,10 +267,9 @@ impl fmt::Debug for RetrierBuilder {
 }
 
 impl Settings {
-    /// The settings, if they make sense together: at least one attempt, a
-    /// retryable set of retryable statuses, and a deadline longer than the
-    /// response reserve plus the minimum attempt window (or no attempt would
-    /// ever fit).
+    /// The settings, if they make sense together: at least one attempt, and
+    /// a deadline longer than the response reserve plus the minimum attempt
+    /// window (or no attempt would ever fit).
     fn validate(self) -> Result<Settings, ConfigError> {
         if self.max_attempts == 0 {
             return Err(ConfigError::new(
@@ -278,7 +277,6 @@ impl Settings {
                 "is 0; set it to at least 1 (the original counts as an attempt)".to_string(),
             ));
         }
-        self.retryable.validate()?;
         let needed = self
             .response_reserve
             .saturating_add(self.min_attempt_window);
@@ -323,16 +321,6 @@ mod tests {
             .deadline(Duration::from_millis(71))
             .build();
         assert!(fits.is_ok());
-    }
-
-    #[test]
-    fn a_retryable_set_with_a_status_never_retried_is_refused() {
-        let error = Retrier::builder()
-            .retryable(RetryableSet::default().add_status(404))
-            .build()
-            .unwrap_err();
-        assert_eq!(error.setting(), "retryable");
-        assert!(error.to_string().contains("404"), "{error}");
     }
 
     #[test]
