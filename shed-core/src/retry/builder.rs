@@ -16,6 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::deadline::OperationDeadline;
 use super::{Backoff, Jitter, Retrier, RetryBudget, RetryableSet, SplitMix64};
 use crate::ConfigError;
 
@@ -61,8 +62,7 @@ pub struct RetrierBuilder {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Settings {
     pub(super) max_attempts: u32,
-    pub(super) deadline: Duration,
-    pub(super) response_reserve: Duration,
+    pub(super) deadline: OperationDeadline,
     pub(super) min_attempt_window: Duration,
     pub(super) retryable: RetryableSet,
     pub(super) backoff: Backoff,
@@ -74,8 +74,10 @@ impl Default for RetrierBuilder {
             budget: None,
             settings: Settings {
                 max_attempts: 3,
-                deadline: Duration::from_millis(1_500),
-                response_reserve: Duration::from_millis(50),
+                deadline: OperationDeadline {
+                    length: Duration::from_millis(1_500),
+                    response_reserve: Duration::from_millis(50),
+                },
                 min_attempt_window: Duration::from_millis(20),
                 retryable: RetryableSet::default(),
                 backoff: Backoff::default(),
@@ -141,7 +143,7 @@ impl RetrierBuilder {
     /// # Ok::<(), shed_core::ConfigError>(())
     /// ```
     pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.settings.deadline = deadline;
+        self.settings.deadline.length = deadline;
         self
     }
 
@@ -157,7 +159,7 @@ impl RetrierBuilder {
     /// # Ok::<(), shed_core::ConfigError>(())
     /// ```
     pub fn response_reserve(mut self, reserve: Duration) -> Self {
-        self.settings.response_reserve = reserve;
+        self.settings.deadline.response_reserve = reserve;
         self
     }
 
@@ -277,15 +279,16 @@ impl Settings {
                 "is 0; set it to at least 1 (the original counts as an attempt)".to_string(),
             ));
         }
-        let needed = self
-            .response_reserve
-            .saturating_add(self.min_attempt_window);
-        if self.deadline <= needed {
+        let OperationDeadline {
+            length,
+            response_reserve,
+        } = self.deadline;
+        let needed = response_reserve.saturating_add(self.min_attempt_window);
+        if length <= needed {
             return Err(ConfigError::new(
                 "deadline",
                 format!(
-                    "is {:?}; make it longer than response_reserve + min_attempt_window ({needed:?}), or no attempt fits",
-                    self.deadline
+                    "is {length:?}; make it longer than response_reserve + min_attempt_window ({needed:?}), or no attempt fits"
                 ),
             ));
         }

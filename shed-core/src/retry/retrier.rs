@@ -100,9 +100,7 @@ impl Retrier {
     /// it ([`Operation::forwarded_deadline`]).
     #[must_use]
     pub fn forwarded_deadline(&self) -> Duration {
-        self.settings
-            .deadline
-            .saturating_sub(self.settings.response_reserve)
+        self.settings.deadline.forwarded(Duration::ZERO)
     }
 
     /// Begins an operation whose original is being sent now: counts the
@@ -125,11 +123,7 @@ impl Retrier {
     pub fn begin(&self, replay: Replay) -> Operation {
         self.stats.record_original();
         self.budget.deposit();
-        Operation::new(
-            replay,
-            self.settings.deadline,
-            self.settings.response_reserve,
-        )
+        Operation::new(replay, self.settings.deadline)
     }
 
     /// Decides what follows the latest attempt of `op`, which ended with
