@@ -148,6 +148,15 @@ async fn a_post_is_not_retried_unless_declared_safe() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_last_attempts_failure_is_counted_as_a_denial() {
+    let retrier = retrier();
+    let server = Scripted::new(std::iter::repeat_with(|| response(503, &[])).take(3));
+    assert_eq!(call(retrier.clone(), &server, get()).await.status(), 503);
+    assert_eq!(server.seen().len(), 3);
+    assert_eq!(retrier.stats().denials(Reason::AttemptCap), 1);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_400_is_returned_without_a_retry() {
     let server = Scripted::new([response(400, &[])]);
     assert_eq!(call(retrier(), &server, get()).await.status(), 400);

@@ -126,6 +126,10 @@ where
                 started: Instant::now(),
             });
         }
+        // A clone even of a request that can never be replayed (not safe,
+        // or its last attempt): tower calls `retry` only for requests cloned
+        // here, and `retry` is where each failure reaches the retrier's
+        // counters of denials.
         Some(clone_request(req))
     }
 }
