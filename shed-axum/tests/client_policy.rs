@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use shed_axum::client::ShedRetryLayer;
 use shed_core::retry::{Reason, Replay, Retrier};
 use tokio::time::Instant;
@@ -100,6 +100,21 @@ async fn retries_are_marked_carry_the_remaining_deadline_and_wait_out_the_pushba
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_inbound_attempt_number_and_deadline_are_replaced_by_this_clients() {
+    // A proxy copying its caller's headers onto its own call.
+    let mut proxied = get();
+    let headers = proxied.headers_mut();
+    headers.insert("shed-attempt", HeaderValue::from_static("3"));
+    headers.insert("grpc-timeout", HeaderValue::from_static("30S"));
+    let server = Scripted::new([]);
+    assert_eq!(call(retrier(), &server, proxied).await.status(), 200);
+
+    let seen = server.seen();
+    assert_eq!(seen[0].headers["shed-attempt"], "1");
+    assert_eq!(seen[0].headers["grpc-timeout"], "1450000u");
+}
+
+#[tokio::test(start_paused = true)]
 async fn without_pushback_the_retry_waits_the_jittered_backoff() {
     let server = Scripted::new([response(503, &[]), response(429, &[])]);
     let response = call(retrier(), &server, get()).await;
@@ -130,6 +145,15 @@ async fn a_post_is_not_retried_unless_declared_safe() {
     declared.extensions_mut().insert(Replay::Safe);
     assert_eq!(call(retrier, &server, declared).await.status(), 200);
     assert_eq!(server.seen().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_attempts_failure_is_counted_as_a_denial() {
+    let retrier = retrier();
+    let server = Scripted::new(std::iter::repeat_with(|| response(503, &[])).take(3));
+    assert_eq!(call(retrier.clone(), &server, get()).await.status(), 503);
+    assert_eq!(server.seen().len(), 3);
+    assert_eq!(retrier.stats().denials(Reason::AttemptCap), 1);
 }
 
 #[tokio::test(start_paused = true)]

@@ -19,15 +19,11 @@ pub(super) fn pushback(headers: &HeaderMap, received_at: SystemTime) -> Pushback
     )
 }
 
-/// Whether a request already carries an attempt number.
-pub(super) fn is_marked(headers: &HeaderMap) -> bool {
-    headers.contains_key(ATTEMPT)
-}
-
 /// Marks a request as attempt `attempt` with `forwarded_deadline` left of
 /// its deadline, written as `grpc-timeout` in the one wire format
 /// ([`shed_core::wire::format_grpc_timeout`]: rounded down, so the server is
-/// never promised more time than is left).
+/// never promised more time than is left). Both replace whatever the request
+/// carried.
 pub(super) fn mark(headers: &mut HeaderMap, attempt: u32, forwarded_deadline: Duration) {
     headers.insert(ATTEMPT, HeaderValue::from(attempt));
     headers.insert(
@@ -45,7 +41,6 @@ mod tests {
     fn marking_sets_the_attempt_and_the_deadline() {
         let mut headers = HeaderMap::new();
         mark(&mut headers, 2, Duration::from_millis(1_360));
-        assert!(is_marked(&headers));
         assert_eq!(headers[ATTEMPT_HEADER], "2");
         assert_eq!(headers[GRPC_TIMEOUT_HEADER], "1360000u");
     }
@@ -60,9 +55,11 @@ mod tests {
     }
 
     #[test]
-    fn a_request_without_an_attempt_number_is_unmarked() {
+    fn marking_replaces_an_inbound_attempt_number() {
         let mut headers = HeaderMap::new();
-        headers.insert(GRPC_TIMEOUT_HEADER, HeaderValue::from_static("1S"));
-        assert!(!is_marked(&headers));
+        headers.insert(ATTEMPT, HeaderValue::from_static("3"));
+        mark(&mut headers, 1, Duration::from_secs(1));
+        assert_eq!(headers.get_all(ATTEMPT_HEADER).iter().count(), 1);
+        assert_eq!(headers[ATTEMPT_HEADER], "1");
     }
 }

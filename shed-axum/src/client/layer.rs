@@ -10,13 +10,14 @@ use super::{MarkOriginal, ShedRetryPolicy};
 /// Retries the calls of an HTTP client service as a [`Retrier`] decides,
 /// marking every attempt: `shed-attempt: N`, and what is left of the
 /// operation's deadline as `grpc-timeout`, so a shed server sheds retries
-/// first and refuses what cannot finish in time. Each retry waits at least
-/// the server's pushback.
+/// first and refuses what cannot finish in time. Both replace any the
+/// request arrived with: each request sent through the layer is this
+/// client's own operation. Each retry waits at least the server's pushback.
 ///
-/// The service it makes is [`tower::retry::Retry`] with a
-/// [`ShedRetryPolicy`], around a [`MarkOriginal`] around the client service.
-/// Build the layer once per client: its retrier's budget is shared by every
-/// service it makes and every request they send.
+/// The service it makes is a [`MarkOriginal`] around
+/// [`tower::retry::Retry`] with a [`ShedRetryPolicy`] around the client
+/// service. Build the layer once per client: its retrier's budget is shared
+/// by every service it makes and every request they send.
 ///
 /// # Which requests are retried
 ///
@@ -98,11 +99,10 @@ impl<C> ShedRetryLayer<C> {
 }
 
 impl<S, C: Clone> Layer<S> for ShedRetryLayer<C> {
-    type Service = Retry<ShedRetryPolicy<C>, MarkOriginal<S>>;
+    type Service = MarkOriginal<Retry<ShedRetryPolicy<C>, S>>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let mark = MarkOriginal::new(inner, self.retrier.forwarded_deadline());
         let policy = ShedRetryPolicy::new(self.retrier.clone(), self.classify.clone());
-        Retry::new(policy, mark)
+        MarkOriginal::new(Retry::new(policy, inner), self.retrier.forwarded_deadline())
     }
 }

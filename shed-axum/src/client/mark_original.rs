@@ -1,5 +1,5 @@
-//! The service that marks originals, which tower's retry hands to the
-//! client untouched.
+//! The service that marks every request as an original before tower's retry
+//! sees it.
 
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -9,13 +9,15 @@ use tower::Service;
 
 use super::headers;
 
-/// Marks requests that carry no `shed-attempt` header as originals: attempt
-/// 1, with the operation's whole deadline less the response reserve as
-/// `grpc-timeout`. Retries, already marked by [`ShedRetryPolicy`], pass
-/// untouched.
+/// Marks every request as this client's original: `shed-attempt: 1`, with
+/// the operation's whole deadline less the response reserve as
+/// `grpc-timeout`, replacing any attempt number or deadline the request
+/// arrived with. A proxy that copies its caller's headers onto its own call
+/// would otherwise pass on the caller's attempt number and deadline.
+/// Retries are marked by [`ShedRetryPolicy`].
 ///
-/// Made by [`ShedRetryLayer`], between tower's retry and the client
-/// service; the future is the client service's own.
+/// Made by [`ShedRetryLayer`], outside tower's retry; the future is the
+/// retry's own.
 ///
 /// [`ShedRetryPolicy`]: super::ShedRetryPolicy
 /// [`ShedRetryLayer`]: super::ShedRetryLayer
@@ -23,13 +25,14 @@ use super::headers;
 /// ```
 /// use shed_axum::client::{MarkOriginal, ShedRetryLayer};
 /// use shed_core::retry::Retrier;
+/// use tower::retry::Retry;
 /// use tower::{service_fn, Layer};
 ///
 /// let layer = ShedRetryLayer::new(Retrier::builder().build()?);
-/// let client = layer.layer(service_fn(|_req: http::Request<String>| async {
+/// let client: MarkOriginal<_> = layer.layer(service_fn(|_req: http::Request<String>| async {
 ///     Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
 /// }));
-/// let _marking: &MarkOriginal<_> = client.get_ref();
+/// let _retry: &Retry<_, _> = client.get_ref();
 /// # Ok::<(), shed_core::ConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -46,17 +49,18 @@ impl<S> MarkOriginal<S> {
         }
     }
 
-    /// The client service.
+    /// The service it marks requests for: tower's retry around the client
+    /// service.
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// The client service, mutably.
+    /// The service it marks requests for, mutably.
     pub fn get_mut(&mut self) -> &mut S {
         &mut self.inner
     }
 
-    /// The client service, unwrapped.
+    /// The service it marks requests for, unwrapped.
     pub fn into_inner(self) -> S {
         self.inner
     }
@@ -75,9 +79,7 @@ where
     }
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        if !headers::is_marked(req.headers()) {
-            headers::mark(req.headers_mut(), 1, self.forwarded_deadline);
-        }
+        headers::mark(req.headers_mut(), 1, self.forwarded_deadline);
         self.inner.call(req)
     }
 }

@@ -34,8 +34,9 @@
 //!
 //! - [`ShedRetryLayer`] puts it around a client service, marking every
 //!   attempt with `shed-attempt: N` and the remaining deadline as
-//!   `grpc-timeout`; [`ShedRetryPolicy`] (retries) and [`MarkOriginal`]
-//!   (originals) are the pieces it is made of.
+//!   `grpc-timeout` (replacing any the request arrived with);
+//!   [`MarkOriginal`] (originals) and [`ShedRetryPolicy`] (retries) are the
+//!   pieces it is made of.
 //! - [`ClassifyError`] tells connect errors (safe to resend) from others.
 //!
 //! [`Retrier`]: shed_core::retry::Retrier

@@ -15,9 +15,10 @@ use super::headers;
 /// left of the operation's deadline as `grpc-timeout`, and sleeps the delay
 /// the retrier chose.
 ///
-/// Made by [`ShedRetryLayer`](super::ShedRetryLayer), which also marks the
-/// original (tower hands the original to the service untouched); see there
-/// for which requests are retried.
+/// Made by [`ShedRetryLayer`](super::ShedRetryLayer), whose
+/// [`MarkOriginal`](super::MarkOriginal) marks the original before tower's
+/// retry sees it (tower hands the original to the client service
+/// untouched); see there for which requests are retried.
 #[derive(Debug, Clone)]
 pub struct ShedRetryPolicy<C = NoConnectErrors> {
     retrier: Retrier,
@@ -125,6 +126,10 @@ where
                 started: Instant::now(),
             });
         }
+        // A clone even of a request that can never be replayed (not safe,
+        // or its last attempt): tower calls `retry` only for requests cloned
+        // here, and `retry` is where each failure reaches the retrier's
+        // counters of denials.
         Some(clone_request(req))
     }
 }

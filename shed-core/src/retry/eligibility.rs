@@ -37,33 +37,25 @@ pub enum Replay {
 
 /// The failures that may be retried: a set of 4xx/5xx statuses, plus
 /// connect errors. By default 429, 503, 504 and connect errors. Given to
-/// [`RetrierBuilder::retryable`](super::RetrierBuilder::retryable), which
-/// checks it.
+/// [`RetrierBuilder::retryable`](super::RetrierBuilder::retryable).
 ///
 /// Among 4xx statuses only 408 and 429 can be retried: any other 4xx says
 /// the request itself is wrong, and sending it again cannot help.
+/// [`add_status`](Self::add_status) refuses them.
 ///
 /// ```
-/// use shed_core::retry::{AttemptOutcome, Retrier, RetryableSet};
+/// use shed_core::retry::{AttemptOutcome, RetryableSet};
 ///
-/// let retryable = RetryableSet::default().add_status(502).remove_status(504);
+/// let retryable = RetryableSet::default().add_status(502)?.remove_status(504);
 /// assert!(retryable.contains(AttemptOutcome::Status(502)));
 /// assert!(!retryable.contains(AttemptOutcome::Status(504)));
-///
-/// let error = Retrier::builder()
-///     .retryable(RetryableSet::empty().add_status(404))
-///     .build()
-///     .unwrap_err();
-/// assert_eq!(error.setting(), "retryable");
+/// # Ok::<(), shed_core::ConfigError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RetryableSet {
     /// Bit `code - 400` is set for each retryable status in 400..=599.
     statuses: [u64; 4],
     connect_errors: bool,
-    /// The first status added that can never be retried, for the builder
-    /// to refuse.
-    refused: Option<u16>,
 }
 
 impl RetryableSet {
@@ -80,28 +72,43 @@ impl RetryableSet {
         Self {
             statuses: [0; 4],
             connect_errors: false,
-            refused: None,
         }
     }
 
-    /// Adds a status: 408, 429 or 5xx. Any other status is never retried,
-    /// and makes [`RetrierBuilder::build`](super::RetrierBuilder::build)
-    /// fail, naming it.
+    /// Adds a status: 408, 429 or 5xx.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] (setting `retryable`) naming any other status,
+    /// which is never retried: any other 4xx says the request itself is
+    /// wrong, and a status below 400 is not a failure.
     ///
     /// ```
     /// use shed_core::retry::{AttemptOutcome, RetryableSet};
     ///
-    /// let retryable = RetryableSet::default().add_status(502);
+    /// let retryable = RetryableSet::default().add_status(502)?;
     /// assert!(retryable.contains(AttemptOutcome::Status(502)));
+    ///
+    /// let error = RetryableSet::default().add_status(404).unwrap_err();
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "invalid retryable: adds status 404, which is never retried; add only 408, 429 or 5xx \
+    ///      (any other 4xx says the request itself is wrong)"
+    /// );
+    /// # Ok::<(), shed_core::ConfigError>(())
     /// ```
-    #[must_use]
-    pub fn add_status(mut self, status: u16) -> Self {
-        if matches!(status, 408 | 429 | 500..=599) {
-            self.insert(status);
-        } else {
-            self.refused = self.refused.or(Some(status));
+    pub fn add_status(mut self, status: u16) -> Result<Self, ConfigError> {
+        if !matches!(status, 408 | 429 | 500..=599) {
+            return Err(ConfigError::new(
+                "retryable",
+                format!(
+                    "adds status {status}, which is never retried; add only 408, 429 or 5xx \
+                     (any other 4xx says the request itself is wrong)"
+                ),
+            ));
         }
-        self
+        self.insert(status);
+        Ok(self)
     }
 
     /// Removes a status (a no-op if absent).
@@ -145,20 +152,6 @@ impl RetryableSet {
         }
     }
 
-    /// Refuses a set to which a status that is never retried was added.
-    pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        match self.refused {
-            Some(status) => Err(ConfigError::new(
-                "retryable",
-                format!(
-                    "adds status {status}, which is never retried; add only 408, 429 or 5xx \
-                     (any other 4xx says the request itself is wrong)"
-                ),
-            )),
-            None => Ok(()),
-        }
-    }
-
     /// Sets the bit of `status`; statuses outside 400..=599 are ignored.
     fn insert(&mut self, status: u16) {
         if let Some(bit) = Self::bit(status) {
@@ -180,24 +173,20 @@ impl RetryableSet {
 impl Default for RetryableSet {
     /// 429, 503, 504 and connect errors.
     fn default() -> Self {
-        Self::empty()
-            .connect_errors(true)
-            .add_status(429)
-            .add_status(503)
-            .add_status(504)
+        let mut set = Self::empty().connect_errors(true);
+        for status in [429, 503, 504] {
+            set.insert(status);
+        }
+        set
     }
 }
 
 impl fmt::Debug for RetryableSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut debug = f.debug_struct("RetryableSet");
-        debug
+        f.debug_struct("RetryableSet")
             .field("statuses", &self.statuses().collect::<Vec<_>>())
-            .field("connect_errors", &self.connect_errors);
-        if let Some(status) = self.refused {
-            debug.field("refused", &status);
-        }
-        debug.finish()
+            .field("connect_errors", &self.connect_errors)
+            .finish()
     }
 }
 
@@ -219,9 +208,7 @@ mod tests {
     #[test]
     fn other_4xx_and_non_errors_cannot_be_added() {
         for status in [0, 200, 302, 400, 401, 404, 409, 499, 600, u16::MAX] {
-            let set = RetryableSet::default().add_status(status);
-            assert!(!set.contains(AttemptOutcome::Status(status)), "{status}");
-            let error = set.validate().unwrap_err();
+            let error = RetryableSet::default().add_status(status).unwrap_err();
             assert_eq!(error.setting(), "retryable");
             assert!(
                 error.to_string().contains(&format!("status {status},")),
@@ -233,9 +220,8 @@ mod tests {
     #[test]
     fn statuses_408_429_and_5xx_can_be_added() {
         for status in [408, 429, 500, 502, 599] {
-            let set = RetryableSet::empty().add_status(status);
+            let set = RetryableSet::empty().add_status(status).unwrap();
             assert!(set.contains(AttemptOutcome::Status(status)), "{status}");
-            assert_eq!(set.validate(), Ok(()));
         }
     }
 

@@ -72,6 +72,7 @@
 mod backoff;
 mod budget;
 mod builder;
+mod deadline;
 mod decision;
 mod eligibility;
 mod jitter;

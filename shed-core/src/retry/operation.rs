@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::deadline::OperationDeadline;
 use super::Replay;
 
 /// One operation: its original and any retries, with the deadline they
@@ -21,17 +22,15 @@ use super::Replay;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Operation {
     replay: Replay,
-    deadline: Duration,
-    response_reserve: Duration,
+    deadline: OperationDeadline,
     attempts: u32,
 }
 
 impl Operation {
-    pub(super) fn new(replay: Replay, deadline: Duration, response_reserve: Duration) -> Self {
+    pub(super) fn new(replay: Replay, deadline: OperationDeadline) -> Self {
         Self {
             replay,
             deadline,
-            response_reserve,
             attempts: 1,
         }
     }
@@ -50,7 +49,7 @@ impl Operation {
     /// ```
     #[must_use]
     pub fn with_deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = deadline;
+        self.deadline.length = deadline;
         self
     }
 
@@ -63,7 +62,7 @@ impl Operation {
     /// The deadline, measured from the original.
     #[must_use]
     pub fn deadline(&self) -> Duration {
-        self.deadline
+        self.deadline.length
     }
 
     /// Whether the operation was declared safe to replay.
@@ -88,9 +87,7 @@ impl Operation {
     /// ```
     #[must_use]
     pub fn forwarded_deadline(&self, sent_at: Duration) -> Duration {
-        self.deadline
-            .saturating_sub(self.response_reserve)
-            .saturating_sub(sent_at)
+        self.deadline.forwarded(sent_at)
     }
 
     /// Counts a granted retry; returns its attempt number.
@@ -102,8 +99,6 @@ impl Operation {
     /// The latest time a retry may start and still have `window` before the
     /// deadline less the response reserve.
     pub(super) fn latest_useful_start(&self, window: Duration) -> Option<Duration> {
-        self.deadline
-            .checked_sub(self.response_reserve)?
-            .checked_sub(window)
+        self.deadline.latest_useful_start(window)
     }
 }

@@ -47,18 +47,24 @@ use super::{
 /// ```
 #[derive(Clone)]
 pub struct Retrier {
+    /// One reference count to bump: tower clones the retry policy, and with
+    /// it the retrier, for every request.
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     settings: Settings,
     budget: Arc<RetryBudget>,
-    stats: Arc<RetryStats>,
+    stats: RetryStats,
     jitter: Arc<dyn Jitter + Send + Sync>,
 }
 
 impl fmt::Debug for Retrier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Retrier")
-            .field("settings", &self.settings)
-            .field("budget", &self.budget)
-            .field("stats", &self.stats)
+            .field("settings", &self.inner.settings)
+            .field("budget", &self.inner.budget)
+            .field("stats", &self.inner.stats)
             .finish_non_exhaustive()
     }
 }
@@ -76,23 +82,25 @@ impl Retrier {
         jitter: Arc<dyn Jitter + Send + Sync>,
     ) -> Self {
         Self {
-            settings,
-            budget,
-            stats: Arc::default(),
-            jitter,
+            inner: Arc::new(Inner {
+                settings,
+                budget,
+                stats: RetryStats::default(),
+                jitter,
+            }),
         }
     }
 
     /// The budget retries are drawn from.
     #[must_use]
     pub fn budget(&self) -> &Arc<RetryBudget> {
-        &self.budget
+        &self.inner.budget
     }
 
     /// The counters, shared by every clone of this retrier.
     #[must_use]
     pub fn stats(&self) -> &RetryStats {
-        &self.stats
+        &self.inner.stats
     }
 
     /// The deadline an original forwards to the server: the operation's
@@ -100,9 +108,7 @@ impl Retrier {
     /// it ([`Operation::forwarded_deadline`]).
     #[must_use]
     pub fn forwarded_deadline(&self) -> Duration {
-        self.settings
-            .deadline
-            .saturating_sub(self.settings.response_reserve)
+        self.inner.settings.deadline.forwarded(Duration::ZERO)
     }
 
     /// Begins an operation whose original is being sent now: counts the
@@ -123,13 +129,9 @@ impl Retrier {
     /// ```
     #[must_use]
     pub fn begin(&self, replay: Replay) -> Operation {
-        self.stats.record_original();
-        self.budget.deposit();
-        Operation::new(
-            replay,
-            self.settings.deadline,
-            self.settings.response_reserve,
-        )
+        self.inner.stats.record_original();
+        self.inner.budget.deposit();
+        Operation::new(replay, self.inner.settings.deadline)
     }
 
     /// Decides what follows the latest attempt of `op`, which ended with
@@ -169,8 +171,8 @@ impl Retrier {
         }
         let decision = self.judge(op, outcome, pushback, now);
         match decision {
-            Decision::Retry { .. } => self.stats.record_retry(),
-            Decision::Stop(reason) => self.stats.record_denial(reason),
+            Decision::Retry { .. } => self.inner.stats.record_retry(),
+            Decision::Stop(reason) => self.inner.stats.record_denial(reason),
         }
         decision
     }
@@ -182,7 +184,12 @@ impl Retrier {
         pushback: Pushback,
         now: Duration,
     ) -> Decision {
-        let settings = &self.settings;
+        let Inner {
+            settings,
+            budget,
+            jitter,
+            ..
+        } = &*self.inner;
         if !settings.retryable.contains(outcome) {
             return Decision::Stop(Reason::TerminalStatus);
         }
@@ -195,9 +202,7 @@ impl Retrier {
         let Some(floor) = pushback.floor() else {
             return Decision::Stop(Reason::ServerRefused);
         };
-        let jittered = settings
-            .backoff
-            .delay(op.attempt() - 1, self.jitter.as_ref());
+        let jittered = settings.backoff.delay(op.attempt() - 1, jitter.as_ref());
         let delay = floor.max(jittered);
         let starts = now.saturating_add(delay);
         let fits = op
@@ -206,7 +211,7 @@ impl Retrier {
         if !fits {
             return Decision::Stop(Reason::Deadline);
         }
-        if !self.budget.try_withdraw() {
+        if !budget.try_withdraw() {
             return Decision::Stop(Reason::RetryBudget);
         }
         Decision::Retry {
