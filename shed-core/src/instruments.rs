@@ -71,9 +71,15 @@ mod reported {
                         counter!("shed.requests", "class" => class.as_str(), "outcome" => outcome.as_str())
                     })
                 }),
+                // Only what shadow mode does not act on: it admits and
+                // completes for real, in `shed.requests`.
                 would: Class::ALL.map(|class| {
                     Outcome::ALL.map(|outcome| {
-                        counter!("shed.shadow.requests", "class" => class.as_str(), "outcome" => outcome.as_str())
+                        if Outcome::WOULD.contains(&outcome) {
+                            counter!("shed.shadow.requests", "class" => class.as_str(), "outcome" => outcome.as_str())
+                        } else {
+                            Counter::noop()
+                        }
                     })
                 }),
                 bypassed: counter!("shed.requests.bypassed"),

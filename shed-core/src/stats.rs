@@ -52,6 +52,18 @@ impl Outcome {
         Outcome::CutAtDeadline,
     ];
 
+    /// What shadow mode counts as what enforcing mode would have done.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) const WOULD: [Outcome; 7] = [
+        Outcome::Queued,
+        Outcome::Shed,
+        Outcome::ShedByDeadline,
+        Outcome::QueueFull,
+        Outcome::DroppedFromQueue,
+        Outcome::Expired,
+        Outcome::CutAtDeadline,
+    ];
+
     /// A stable `snake_case` label, for metrics.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) const fn as_str(self) -> &'static str {

@@ -31,13 +31,28 @@ struct Documented {
     values: &'static [&'static str],
 }
 
-const TABLE: [Documented; 8] = [
+const TABLE: [Documented; 9] = [
     Documented {
         name: "shed.requests",
         kind: MetricKind::Counter,
         unit: "requests",
         labels: &["class", "outcome"],
         values: &OUTCOMES,
+    },
+    Documented {
+        name: "shed.shadow.requests",
+        kind: MetricKind::Counter,
+        unit: "requests",
+        labels: &["class", "outcome"],
+        values: &[
+            "queued",
+            "shed",
+            "shed_by_deadline",
+            "queue_full",
+            "dropped_from_queue",
+            "expired",
+            "cut_at_deadline",
+        ],
     },
     Documented {
         name: "shed.requests.bypassed",
@@ -414,6 +429,22 @@ fn a_request_that_waited_counts_as_queued_then_admitted_then_completed() {
             ("batch", "completed", 1),
         ])
     );
+}
+
+#[test]
+fn in_shadow_mode_a_request_is_served_and_its_would_be_refusal_counted_apart() {
+    let (shedder, _clock, snapshotter) =
+        recorded(Shedder::builder().limit(1).mode(shed_core::Mode::Shadow));
+    let _busy = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    let _served = shedder.try_admit(&Arrival::new(Class::Batch)).unwrap();
+
+    let reading = Reading::take(&snapshotter);
+    assert_eq!(
+        reading.requests_counted(),
+        counts([("critical", "admitted", 1), ("batch", "admitted", 1)])
+    );
+    let shadow = [("class", "batch"), ("outcome", "queue_full")];
+    assert_eq!(reading.counter("shed.shadow.requests", &shadow), 1);
 }
 
 #[test]
