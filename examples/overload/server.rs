@@ -181,27 +181,40 @@ impl std::fmt::Display for Refusals {
 
 impl Refusals {
     fn of(stats: &shed::Stats) -> Refusals {
-        let mut refusals = Refusals::default();
-        for c in &stats.classes {
-            refusals.level += c.shed;
-            refusals.deadline += c.shed_by_deadline;
-            refusals.queue_full += c.queue_full;
-            refusals.in_queue += c.dropped_from_queue + c.expired;
-            refusals.in_queue_by_class[c.class.index()] += c.dropped_from_queue + c.expired;
-        }
-        refusals
+        Refusals::summed(stats, |c| {
+            [
+                c.shed,
+                c.shed_by_deadline,
+                c.queue_full,
+                c.dropped_from_queue + c.expired,
+            ]
+        })
     }
 
     /// The refusals a shadow engine would have made.
     fn would_of(stats: &shed::Stats) -> Refusals {
+        Refusals::summed(stats, |c| {
+            let w = &c.would;
+            [
+                w.shed,
+                w.shed_by_deadline,
+                w.queue_full,
+                w.dropped_from_queue + w.expired,
+            ]
+        })
+    }
+
+    /// Sums per class what `counts` reads: by the level, for a deadline, for
+    /// a full queue, while queued.
+    fn summed(stats: &shed::Stats, counts: impl Fn(&shed::ClassStats) -> [u64; 4]) -> Refusals {
         let mut refusals = Refusals::default();
         for c in &stats.classes {
-            let w = &c.would;
-            refusals.level += w.shed;
-            refusals.deadline += w.shed_by_deadline;
-            refusals.queue_full += w.queue_full;
-            refusals.in_queue += w.dropped_from_queue + w.expired;
-            refusals.in_queue_by_class[c.class.index()] += w.dropped_from_queue + w.expired;
+            let [level, deadline, queue_full, in_queue] = counts(c);
+            refusals.level += level;
+            refusals.deadline += deadline;
+            refusals.queue_full += queue_full;
+            refusals.in_queue += in_queue;
+            refusals.in_queue_by_class[c.class.index()] += in_queue;
         }
         refusals
     }

@@ -144,6 +144,17 @@ fn switching_modes_takes_effect_for_the_next_request_and_loses_no_slot() {
     assert_eq!(shedder.in_flight(), 0, "every slot came back");
 }
 
+/// Twenty rounds of sixty-four requests at once, each held 200 ms: beyond
+/// a limit of 8, ten times as long as the service takes within it (what an
+/// overdrawn service measures).
+fn flood(shedder: &Shedder, clock: &ManualClock) {
+    for _ in 0..20 {
+        let flood: Vec<Permit> = (0..64).map(|_| admitted(shedder.admit(&batch()))).collect();
+        clock.advance(ms(200));
+        drop(flood);
+    }
+}
+
 #[test]
 fn a_flood_served_beyond_the_limit_teaches_the_adaptive_limit_nothing() {
     let (shadow, clock) = build(
@@ -152,13 +163,7 @@ fn a_flood_served_beyond_the_limit_teaches_the_adaptive_limit_nothing() {
             .mode(Mode::Shadow),
     );
     let before = shadow.stats();
-    // Sixty-four at once, each held ten times as long as they would be
-    // within the limit: what an overdrawn service measures.
-    for _ in 0..20 {
-        let flood: Vec<Permit> = (0..64).map(|_| admitted(shadow.admit(&batch()))).collect();
-        clock.advance(ms(200));
-        drop(flood);
-    }
+    flood(&shadow, &clock);
     let after = shadow.stats();
     assert_eq!(after.limit, before.limit);
     assert_eq!(after.adaptive, before.adaptive);
@@ -174,11 +179,7 @@ fn the_same_flood_served_within_the_limit_is_learnt() {
             .mode(Mode::Shadow),
     );
     let before = shadow.stats();
-    for _ in 0..20 {
-        let flood: Vec<Permit> = (0..64).map(|_| admitted(shadow.admit(&batch()))).collect();
-        clock.advance(ms(200));
-        drop(flood);
-    }
+    flood(&shadow, &clock);
     assert_ne!(shadow.stats().adaptive, before.adaptive);
     assert!(shadow.stats().drain_rate.is_some());
 }
