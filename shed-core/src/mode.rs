@@ -23,17 +23,20 @@ use std::str::FromStr;
 ///   [`Stats::in_flight`](crate::Stats::in_flight) is what the service
 ///   really runs.
 /// - A request that would have waited joins a *rehearsed* queue: an entry
-///   with no request behind it that leaves when the wait the door predicted
-///   for it has passed (or is refused when its deadline, its class's
-///   maximum wait or the admission level would have refused it). Later
-///   arrivals are judged behind it, its wait feeds the queue-delay
+///   with no request behind it, in a replay of the door enforcing mode
+///   would have kept, paced as the door measures itself (a slot frees every
+///   slot time; slots go to waiting entries in the door's serve order). It
+///   leaves when a slot would have freed for it, or is refused when its
+///   deadline, its wait or the admission level would have refused it.
+///   Later arrivals are judged behind it, its wait feeds the queue-delay
 ///   controller, and [`Stats::queued`](crate::Stats::queued) counts it.
-/// - While the service runs more requests than the limit allows (the
-///   requests enforcing mode would have kept waiting or refused are running
-///   too), what it measures describes a service enforcing mode would not
-///   have had: hold times, the adaptive limit's samples and waves of
-///   hang-ups of that time are left out, and the engine goes on with the
-///   service time and limit it last measured within the limit. The waits it
+/// - A request taken while the service runs more requests than the limit
+///   allows (the requests enforcing mode would have kept waiting or refused
+///   are running too) is measured in a service enforcing mode would not have
+///   had: its hold time, the adaptive limit's samples and waves of hang-ups
+///   of that time are left out, and the engine goes on with the limit it
+///   last measured and a service time settled over about twenty seconds of
+///   measured requests. The waits it
 ///   predicts, and so the refusals, are those of the service it would have
 ///   protected. How long callers wait before they hang up is theirs, and is
 ///   learnt whatever the load.
