@@ -71,7 +71,7 @@ pub(crate) struct Engine {
     /// Warns when shedding starts and stops.
     shedding_log: SheddingLog,
     /// In shadow mode, the requests that would be waiting (see [`Mode`]).
-    /// Lock order: after the estimator's lock; never held with the queue lock.
+    /// Never held with another lock.
     rehearsal: parking_lot::Mutex<RehearsedQueue>,
     /// Entries of the rehearsed queue per rank, written under its lock.
     rehearsed_lens: [AtomicU32; Rank::COUNT],
