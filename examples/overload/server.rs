@@ -226,10 +226,12 @@ impl Refusals {
 
     /// Reads the class counters of `/stats`, or their `nested` object
     /// (`would`).
-    fn from_json(classes: &serde_json::Value, nested: Option<&str>) -> Refusals {
-        let within = |c: &serde_json::Value| match nested {
-            Some(key) => c[key].clone(),
-            None => c.clone(),
+    fn from_json<'a>(classes: &'a serde_json::Value, nested: Option<&str>) -> Refusals {
+        let within = |c: &'a serde_json::Value| -> &'a serde_json::Value {
+            match nested {
+                Some(key) => &c[key],
+                None => c,
+            }
         };
         let sum = |key: &str| {
             classes.as_object().map_or(0, |all| {
@@ -239,7 +241,7 @@ impl Refusals {
             })
         };
         let in_queue_of = |class: &str| {
-            let c = &within(&classes[class]);
+            let c = within(&classes[class]);
             c["dropped_from_queue"].as_u64().unwrap_or(0) + c["expired"].as_u64().unwrap_or(0)
         };
         Refusals {

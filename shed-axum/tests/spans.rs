@@ -26,6 +26,19 @@ impl std::io::Write for Lines {
 }
 
 impl Lines {
+    /// Captures this thread's `info` and above, plain text, until the
+    /// guard is dropped.
+    fn capture() -> (Lines, tracing::subscriber::DefaultGuard) {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        (lines, tracing::subscriber::set_default(subscriber))
+    }
+
     fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
     }
@@ -33,14 +46,7 @@ impl Lines {
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_handlers_events_nest_in_the_admitted_requests_span() {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (lines, _default) = Lines::capture();
 
     let app = Router::new()
         .route(
@@ -70,14 +76,7 @@ async fn the_handlers_events_nest_in_the_admitted_requests_span() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn work_an_inner_service_does_in_call_is_in_the_span_too() {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (lines, _default) = Lines::capture();
 
     // A tower service that starts its work in `call`, before its future.
     let inner = tower::service_fn(|_request: http::Request<axum::body::Body>| {

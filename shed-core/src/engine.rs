@@ -361,14 +361,9 @@ impl Engine {
         }
         let now = self.now();
         self.tick(now, false);
-        self.settle_rehearsal(now);
+        let (next_slot, slot_time) = self.settle_rehearsal(now);
         let rank = arrival.rank();
         let may_wait = may_wait && self.config.queue_capacity > 0;
-        let slot_time = self.controller.slot_time(self.slots.limit()).unwrap_or(0);
-        let next_slot = self
-            .rehearsal
-            .lock()
-            .next_slot(now, slot_time, self.slots.limit());
         // Free: a slot is free in the service, or one would have freed in
         // the door enforcing mode would have kept (once its pace is known);
         // and nobody as important would be waiting.
@@ -444,8 +439,8 @@ impl Engine {
     /// Replays the door enforcing mode would have kept up to `now`: the
     /// rehearsed queue's entries leave as their waiters would have, served
     /// (their waits feed the controller), refused at their expiry, or shed
-    /// by the level.
-    fn settle_rehearsal(&self, now: u64) {
+    /// by the level. Returns when its next slot frees, and the slot time.
+    fn settle_rehearsal(&self, now: u64) -> (u64, u64) {
         let level = self.controller.level();
         let limit = self.slots.limit();
         let slot_time = self.controller.slot_time(limit).unwrap_or(0);
@@ -466,10 +461,12 @@ impl Engine {
         for rank in Rank::ALL {
             self.set_rehearsed_len(&rehearsal, rank);
         }
+        let next_slot = rehearsal.next_slot(now, slot_time, limit);
         drop(rehearsal);
         for (reason, entry) in refused {
             self.would_refuse(reason, entry.rank, entry.cohort);
         }
+        (next_slot, slot_time)
     }
 
     fn set_rehearsed_len(&self, rehearsal: &RehearsedQueue, rank: Rank) {
@@ -907,7 +904,9 @@ impl Engine {
             return;
         };
         match self.config.live.mode() {
-            Mode::Shadow => self.settle_rehearsal(now),
+            Mode::Shadow => {
+                self.settle_rehearsal(now);
+            }
             // A shadow request that raced a switch to enforcing may have
             // left an entry.
             Mode::Enforcing if self.rehearsed() => self.forget_rehearsal(),
