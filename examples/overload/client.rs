@@ -20,7 +20,7 @@ use hyper_util::{
 };
 use shed::wire::{self, ATTEMPT_HEADER, GRPC_TIMEOUT_HEADER};
 
-use crate::class::Class;
+use crate::{class::Class, grpc};
 
 /// An attempt is not started with less time than this left.
 const MIN_ATTEMPT_WINDOW: Duration = Duration::from_millis(5);
@@ -42,6 +42,29 @@ pub struct ClientConfig {
     /// attempt, at a uniform time within the attempt timeout, and does not
     /// retry (0 in every scenario but the soak).
     pub hangup_share: f64,
+    /// What the calls speak.
+    pub protocol: Protocol,
+}
+
+/// What a lab client speaks to the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// `GET /{class}` over pooled HTTP/1.1 connections (`shed-attempt`,
+    /// `Retry-After`).
+    Http,
+    /// The unary method `lab.v1.Lab/{Class}` with tonic over HTTP/2
+    /// (`grpc-previous-rpc-attempts`, `grpc-retry-pushback-ms`).
+    Grpc,
+}
+
+impl Protocol {
+    /// Its name in trial labels and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http => "http",
+            Protocol::Grpc => "grpc",
+        }
+    }
 }
 
 /// What became of one attempt.
@@ -51,6 +74,8 @@ pub enum AttemptResult {
     Success,
     /// Any other status.
     Status(u16),
+    /// A gRPC call ended with this status (not OK).
+    Grpc(tonic::Code),
     /// No complete answer within the attempt timeout.
     Timeout,
     /// The connection failed.
@@ -65,6 +90,8 @@ impl AttemptResult {
         match self {
             AttemptResult::Success => false,
             AttemptResult::Status(s) => matches!(s, 429 | 502 | 503 | 504),
+            // The same refusals as over HTTP, under their gRPC names.
+            AttemptResult::Grpc(code) => grpc::refusal_status(code).is_some(),
             AttemptResult::Timeout | AttemptResult::Error => true,
             AttemptResult::HungUp => false,
         }
@@ -76,6 +103,10 @@ impl AttemptResult {
         match self {
             AttemptResult::Success => None,
             AttemptResult::Status(s) => Some(s.to_string()),
+            AttemptResult::Grpc(code) => Some(match grpc::refusal_status(code) {
+                Some(status) => status.to_string(),
+                None => format!("grpc-{}", code as i32),
+            }),
             AttemptResult::Timeout => Some("timeout".into()),
             AttemptResult::Error => Some("io".into()),
             AttemptResult::HungUp => Some("hangup".into()),
@@ -84,7 +115,11 @@ impl AttemptResult {
 
     /// Whether the server turned the attempt away (rather than failing it).
     pub fn is_shed(self) -> bool {
-        matches!(self, AttemptResult::Status(429 | 503 | 504))
+        match self {
+            AttemptResult::Status(status) => matches!(status, 429 | 503 | 504),
+            AttemptResult::Grpc(code) => grpc::refusal_status(code).is_some(),
+            _ => false,
+        }
     }
 }
 
@@ -121,11 +156,13 @@ impl LogicalRecord {
     }
 }
 
-/// A pooled HTTP/1 client bound to one lab server.
+/// A client bound to one lab server: pooled HTTP/1, or tonic over HTTP/2,
+/// as its [`ClientConfig::protocol`] says.
 #[derive(Clone)]
 pub struct LabClient {
     http: Client<HttpConnector, Empty<Bytes>>,
     uris: [Uri; 4],
+    grpc: Option<grpc::Caller>,
     config: ClientConfig,
 }
 
@@ -143,7 +180,13 @@ impl LabClient {
                 .parse()
                 .expect("a socket address and a path form a valid URI")
         });
-        LabClient { http, uris, config }
+        let grpc = (config.protocol == Protocol::Grpc).then(|| grpc::Caller::new(addr));
+        LabClient {
+            http,
+            uris,
+            grpc,
+            config,
+        }
     }
 
     /// Makes one logical request: up to `max_attempts` attempts within the
@@ -212,6 +255,9 @@ impl LabClient {
         deadline: Duration,
         give_up: Duration,
     ) -> (AttemptResult, Option<Duration>) {
+        if let Some(grpc) = &self.grpc {
+            return grpc.attempt(class, n, deadline, give_up).await;
+        }
         let request = Request::get(self.uris[class.index()].clone())
             .header(
                 GRPC_TIMEOUT_HEADER,

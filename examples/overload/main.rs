@@ -39,6 +39,7 @@ mod cpu;
 mod downstream;
 mod exposition;
 mod goal;
+mod grpc;
 mod load;
 mod metrics;
 mod plot;
@@ -83,7 +84,9 @@ const USAGE: &str = "usage:
 policies: none, tower@N, shed, shed@N, shadow, shadow@N (N a number, or `true`: the calibrated
           true concurrency; shadow: the shed engine in shadow mode)
 scenarios: steady, isolation, deadline, metastable, unknown-capacity, cpu-bound, capacity-drop,
-           shadow (the default set, also `all`), soak (only when named)";
+           shadow, grpc (the default set, also `all`), soak (only when named)
+the server answers GET /{critical,interactive,batch,background} over HTTP/1.1 and HTTP/2, and the
+unary gRPC methods lab.v1.Lab/{Critical,Interactive,Batch,Background} (Empty -> StringValue)";
 
 /// What the command line asked for.
 enum Command {
@@ -626,6 +629,7 @@ mod tests {
             (Scenario::CpuBound, "shed@true", false),
             (Scenario::CapacityDrop, "shed@true", false),
             (Scenario::Shadow, "shed,shadow", true),
+            (Scenario::Grpc, "tower@true,shed", true),
         ];
         assert_eq!(plan.map(|(s, _, _)| s), Scenario::DEFAULT);
         for (scenario, policies, judged) in plan {

@@ -5,13 +5,17 @@
 use std::{fmt, str::FromStr};
 
 use axum::{
-    error_handling::HandleErrorLayer, http::StatusCode, routing::MethodRouter, BoxError, Router,
+    error_handling::HandleErrorLayer,
+    http::{header::CONTENT_TYPE, HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+    routing::MethodRouter,
+    BoxError, Router,
 };
 use shed::ShedLayer;
 use shed::{ConfigError, Mode, Shedder};
 use tower::{limit::GlobalConcurrencyLimitLayer, load_shed::error::Overloaded, ServiceBuilder};
 
-use crate::class::Class;
+use crate::{class::Class, client::Protocol, grpc};
 
 /// A concurrency limit as a policy names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -159,8 +163,10 @@ impl fmt::Display for ServerPolicy {
 }
 
 impl ServerPolicy {
-    /// Puts the policy in front of the class routes: `route(class)` builds
-    /// the handler of one class. Returns the router and, for shed, its
+    /// Puts the policy in front of the class routes, HTTP and gRPC:
+    /// `route(class, protocol)` builds the handler of one class at
+    /// `class.path()` or at its gRPC method (`grpc::path`). Both count
+    /// against the one policy (one engine, one tower limit). Returns the router and, for shed, its
     /// engine (for `/stats`).
     ///
     /// # Errors
@@ -168,11 +174,13 @@ impl ServerPolicy {
     /// When the shed engine refuses its limit.
     pub fn protect(
         self,
-        route: impl Fn(Class) -> MethodRouter,
+        route: impl Fn(Class, Protocol) -> MethodRouter,
     ) -> Result<(Router, Option<Shedder>), ConfigError> {
         let plain = |wrap: &dyn Fn(Class, MethodRouter) -> MethodRouter| {
             Class::ALL.into_iter().fold(Router::new(), |router, class| {
-                router.route(class.path(), wrap(class, route(class)))
+                router
+                    .route(class.path(), wrap(class, route(class, Protocol::Http)))
+                    .route(grpc::path(class), wrap(class, route(class, Protocol::Grpc)))
             })
         };
         Ok(match self {
@@ -213,14 +221,22 @@ fn tower_policy(router: Router, limit: usize) -> Router {
     )
 }
 
-async fn overload_response(err: BoxError) -> (StatusCode, &'static str) {
-    if err.is::<Overloaded>() {
-        (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
-    } else {
-        (
+/// tower's overload error as its user answers it: `503` over HTTP, and over
+/// gRPC the `UNAVAILABLE` status tonic's own `load_shed` answers with.
+async fn overload_response(headers: HeaderMap, err: BoxError) -> Response {
+    let grpc = headers
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    match (err.is::<Overloaded>(), grpc) {
+        (true, false) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded").into_response(),
+        (true, true) => tonic::Status::unavailable("overloaded")
+            .into_http::<axum::body::Body>()
+            .into_response(),
+        (false, _) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "unexpected middleware error",
         )
+            .into_response(),
     }
 }
 

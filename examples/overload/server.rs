@@ -26,9 +26,10 @@ use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 
 use crate::{
     class::Class,
+    client::Protocol,
     cpu::CpuService,
     downstream::{Closed, Downstream, ServiceTime},
-    exposition,
+    exposition, grpc,
     policy::ServerPolicy,
     request_deadline::{self, Arrived},
     tuning,
@@ -434,31 +435,60 @@ impl From<std::io::Error> for ServerError {
     }
 }
 
-/// The handler of one class on `backend`.
-fn class_route(backend: &Backend, class: Class) -> MethodRouter {
+impl Backend {
+    /// Serves one request of `class` that must finish by `deadline`.
+    async fn work(&self, class: Class, deadline: Option<Instant>) -> Result<(), Closed> {
+        match self {
+            Backend::Downstream(d) => d.call(class, deadline).await,
+            Backend::Cpu(c) => {
+                c.call(class, deadline).await;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The handler of one class on `backend`: `GET` over HTTP, or the class's
+/// unary gRPC method.
+fn class_route(backend: &Backend, class: Class, protocol: Protocol) -> MethodRouter {
     let backend = backend.clone();
-    get(
-        move |arrived: Option<Extension<Arrived>>, headers: HeaderMap| {
-            let backend = backend.clone();
-            async move {
+    match protocol {
+        Protocol::Http => get(
+            move |arrived: Option<Extension<Arrived>>, headers: HeaderMap| async move {
                 let arrived = arrived.map_or_else(Instant::now, |Extension(Arrived(at))| at);
                 let deadline = request_deadline::deadline(arrived, &headers);
-                let result = match &backend {
-                    Backend::Downstream(d) => d.call(class, deadline).await,
-                    Backend::Cpu(c) => {
-                        c.call(class, deadline).await;
-                        Ok(())
-                    }
-                };
-                match result {
+                match backend.work(class, deadline).await {
                     Ok(()) => (StatusCode::OK, class.name()).into_response(),
                     Err(Closed) => {
                         (StatusCode::SERVICE_UNAVAILABLE, "server stopping").into_response()
                     }
                 }
+            },
+        ),
+        Protocol::Grpc => grpc::method(ClassWork { backend, class }),
+    }
+}
+
+/// The work of one class's gRPC method.
+#[derive(Clone)]
+struct ClassWork {
+    backend: Backend,
+    class: Class,
+}
+
+impl grpc::Work for ClassWork {
+    fn serve(
+        &self,
+        deadline: Option<Instant>,
+    ) -> impl std::future::Future<Output = Result<String, tonic::Status>> + Send + 'static {
+        let ClassWork { backend, class } = self.clone();
+        async move {
+            match backend.work(class, deadline).await {
+                Ok(()) => Ok(class.name().to_owned()),
+                Err(Closed) => Err(tonic::Status::unavailable("server stopping")),
             }
-        },
-    )
+        }
+    }
 }
 
 /// The whole application: the class routes under `policy`, then the
@@ -467,7 +497,8 @@ fn app(
     policy: ServerPolicy,
     backend: &Backend,
 ) -> Result<(axum::Router, LocalControl), ServerError> {
-    let (protected, shedder) = policy.protect(|class| class_route(backend, class))?;
+    let (protected, shedder) =
+        policy.protect(|class, protocol| class_route(backend, class, protocol))?;
     let control = LocalControl {
         backend: backend.clone(),
         shedder,

@@ -14,6 +14,7 @@ mod capacity_drop;
 mod cpu_bound;
 mod deadline;
 pub mod figures;
+mod grpc;
 mod isolation;
 mod metastable;
 mod shadow;
@@ -24,7 +25,7 @@ use std::{fmt, fs, path::PathBuf, str::FromStr, time::Duration, time::Instant};
 
 use crate::{
     calibrate::{self, Calibration, Plan},
-    client::ClientConfig,
+    client::{ClientConfig, Protocol},
     downstream::ServiceTime,
     goal::Goals,
     metrics::Summary,
@@ -98,6 +99,7 @@ impl Lab {
             backoff_base: Duration::from_millis(25),
             backoff_cap: Duration::from_millis(250),
             hangup_share: 0.0,
+            protocol: Protocol::Http,
         }
     }
 }
@@ -121,13 +123,15 @@ pub enum Scenario {
     CapacityDrop,
     /// Shadow mode's would-be refusals against enforcing mode's, at 1.5x and 2x.
     Shadow,
+    /// The steady mix at 2x over gRPC (tonic clients) beside HTTP.
+    Grpc,
     /// Ten minutes at 4x against a server in its own process (not default).
     Soak,
 }
 
 impl Scenario {
     /// The scenarios run when none is named, in run order (all but the soak).
-    pub const DEFAULT: [Scenario; 8] = [
+    pub const DEFAULT: [Scenario; 9] = [
         Scenario::Steady,
         Scenario::Isolation,
         Scenario::Deadline,
@@ -136,6 +140,7 @@ impl Scenario {
         Scenario::CpuBound,
         Scenario::CapacityDrop,
         Scenario::Shadow,
+        Scenario::Grpc,
     ];
 
     /// The name used on the command line and in file names.
@@ -149,6 +154,7 @@ impl Scenario {
             Scenario::CpuBound => "cpu-bound",
             Scenario::CapacityDrop => "capacity-drop",
             Scenario::Shadow => "shadow",
+            Scenario::Grpc => "grpc",
             Scenario::Soak => "soak",
         }
     }
@@ -161,6 +167,7 @@ impl Scenario {
             }
             Scenario::CapacityDrop => "shed,shed@true,tower@true",
             Scenario::Shadow => "shed,shadow",
+            Scenario::Grpc => "none,tower@true,shed",
             Scenario::Soak => "shed",
             _ => "none,tower@true,shed@true,shed",
         };
@@ -188,6 +195,7 @@ impl Scenario {
             }
             Scenario::CapacityDrop => capacity_drop::specs(lab, capacity),
             Scenario::Shadow => shadow::specs(lab, capacity),
+            Scenario::Grpc => grpc::specs(lab, capacity),
             Scenario::Soak => Vec::new(),
         }
     }
@@ -210,7 +218,7 @@ impl FromStr for Scenario {
             .ok_or_else(|| {
                 format!(
                     "unknown scenario {s:?} (expected steady, isolation, deadline, metastable, \
-                     unknown-capacity, cpu-bound, capacity-drop, shadow, soak or all)"
+                     unknown-capacity, cpu-bound, capacity-drop, shadow, grpc, soak or all)"
                 )
             })
     }
@@ -434,6 +442,7 @@ pub async fn run(
         Scenario::CpuBound => unknown_capacity::report(&ctx, &trials, scenario, 3.0),
         Scenario::CapacityDrop => capacity_drop::report(&ctx, &trials, reduced),
         Scenario::Shadow => shadow::report(&ctx, &trials),
+        Scenario::Grpc => grpc::report(&ctx, &trials),
         Scenario::Soak => unreachable!("the soak returned above"),
     };
     for note in &setup.notes {
@@ -470,6 +479,7 @@ pub async fn run(
         }
         Scenario::CapacityDrop => capacity_drop::plot(&ctx, &trials, &plot)?,
         Scenario::Shadow => shadow::plot(&ctx, &trials, &plot)?,
+        Scenario::Grpc => grpc::plot(&ctx, &trials, &plot)?,
         Scenario::Soak => unreachable!("the soak returned above"),
     }
     files.push(plot);
