@@ -68,6 +68,21 @@ pub enum ReleaseOn {
 /// the outer one first, and it holds two slots while it is served. To class
 /// routes under a single router-wide layer, give it a
 /// [`classifier`](ShedLayer::classifier).
+///
+/// # gRPC
+///
+/// In tonic, the layer goes in `Server::builder().layer(..)`: one layer for
+/// every service of the server, with a classifier reading the method from
+/// the path (`/package.Service/Method`). gRPC callers are answered in gRPC's
+/// terms: `RESOURCE_EXHAUSTED` (or
+/// [`UNAVAILABLE`](ShedLayer::grpc_overload_status)) with
+/// `grpc-retry-pushback-ms`, and `DEADLINE_EXCEEDED`. tonic's server reads
+/// `grpc-timeout` too, with a timer outside every layer: a call still
+/// running at its deadline is answered by whichever timer fires first,
+/// tonic's (`CANCELLED` "Timeout expired", and shed counts the call
+/// abandoned) or shed's (`DEADLINE_EXCEEDED`, counted cut at its deadline).
+/// Refusals at the door are always shed's. The repository's
+/// `examples/grpc.rs` shows a whole service.
 #[derive(Clone, Debug)]
 pub struct ShedLayer {
     shedder: Shedder,
