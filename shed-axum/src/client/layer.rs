@@ -1,4 +1,4 @@
-//! The layer that puts a [`Retrier`] around an HTTP client service.
+//! The layer that puts a [`Retrier`] around an HTTP or gRPC client service.
 
 use shed_core::retry::Retrier;
 use tower::retry::Retry;
@@ -16,8 +16,10 @@ use super::{BoxReplay, MarkOriginal, RecordBody, ShedRetryPolicy};
 ///
 /// The service it makes is a [`MarkOriginal`] around
 /// [`tower::retry::Retry`] with a [`ShedRetryPolicy`] around the client
-/// service. Build the layer once per client: its retrier's budget is shared
-/// by every service it makes and every request they send.
+/// service (with [`replay_buffer`](Self::replay_buffer), a [`RecordBody`]
+/// between the two and a [`BoxReplay`] around the client service). Build
+/// the layer once per client: its retrier's budget is shared by every
+/// service it makes and every request they send.
 ///
 /// # Which requests are retried
 ///
@@ -69,7 +71,8 @@ use super::{BoxReplay, MarkOriginal, RecordBody, ShedRetryPolicy};
 ///   [`Reason::ServerRefused`](shed_core::retry::Reason::ServerRefused).
 /// - Markers: every attempt carries `shed-attempt: N` and the remaining
 ///   deadline as `grpc-timeout`; a retry also carries
-///   `grpc-previous-rpc-attempts: N - 1`, as gRPC clients send it.
+///   `grpc-previous-rpc-attempts: N - 1`, as gRPC clients send it, and an
+///   original none (any it arrived with is removed).
 ///
 /// tonic's `Channel` takes `tonic::body::Body`, which is not `Clone`: use
 /// [`replay_buffer`](Self::replay_buffer) with shed-axum's `tonic` feature,
