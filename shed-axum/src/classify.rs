@@ -107,7 +107,7 @@ impl ClassifyRules {
 
 /// Whether a request's (first) `content-type` says its caller speaks gRPC
 /// (`application/grpc`, `+proto`, `+json`...).
-fn is_grpc_type(value: &HeaderValue) -> bool {
+pub(crate) fn is_grpc_type(value: &HeaderValue) -> bool {
     value.as_bytes().starts_with(b"application/grpc")
 }
 

@@ -33,6 +33,9 @@
 //!   ([`stats::handler`]). The layer, the service and the client half need
 //!   only tower and http; without the feature a handler reads [`Admitted`]
 //!   from the request's extensions.
+//! - `tonic`: the client half's replay buffer over a tonic `Channel`
+//!   ([`ShedRetryLayer::replay_buffer`](client::ShedRetryLayer::replay_buffer)
+//!   hands recorded request bodies to it as `tonic::body::Body`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

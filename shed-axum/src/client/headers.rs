@@ -7,6 +7,7 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use shed_core::retry::Pushback;
 use shed_core::wire::ATTEMPT_HEADER;
 
+use super::grpc;
 use crate::forward;
 
 const ATTEMPT: HeaderName = HeaderName::from_static(ATTEMPT_HEADER);
@@ -23,8 +24,12 @@ pub(super) fn pushback(headers: &HeaderMap, received_at: SystemTime) -> Pushback
 /// its deadline, written as `grpc-timeout` in the one wire format
 /// ([`shed_core::wire::format_grpc_timeout`]: rounded down, so the server is
 /// never promised more time than is left). Both replace whatever the request
-/// carried.
+/// carried. A gRPC call is also marked as gRPC clients mark it
+/// (`grpc-previous-rpc-attempts: N - 1` on a retry, none on an original).
 pub(super) fn mark(headers: &mut HeaderMap, attempt: u32, forwarded_deadline: Duration) {
+    if grpc::is_call(headers) {
+        grpc::mark_attempt(headers, attempt);
+    }
     headers.insert(ATTEMPT, HeaderValue::from(attempt));
     headers.insert(
         forward::GRPC_TIMEOUT,
@@ -52,6 +57,22 @@ mod tests {
         mark(&mut headers, 2, Duration::from_millis(500));
         assert_eq!(headers.get_all(GRPC_TIMEOUT_HEADER).iter().count(), 1);
         assert_eq!(headers[GRPC_TIMEOUT_HEADER], "500000u");
+    }
+
+    #[test]
+    fn marking_a_grpc_retry_counts_its_previous_attempts() {
+        let mut headers = HeaderMap::new();
+        headers.insert("content-type", HeaderValue::from_static("application/grpc"));
+        mark(&mut headers, 3, Duration::from_secs(1));
+        assert_eq!(headers[ATTEMPT_HEADER], "3");
+        assert_eq!(headers["grpc-previous-rpc-attempts"], "2");
+    }
+
+    #[test]
+    fn marking_a_plain_http_retry_adds_no_grpc_marker() {
+        let mut headers = HeaderMap::new();
+        mark(&mut headers, 3, Duration::from_secs(1));
+        assert!(!headers.contains_key("grpc-previous-rpc-attempts"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The client half: retry HTTP calls made through tower within a shared
-//! budget, honouring the server's pushback and the operation's deadline.
+//! The client half: retry HTTP and gRPC calls made through tower within a
+//! shared budget, honouring the server's pushback and the operation's
+//! deadline.
 //!
 //! ```
 //! use shed_axum::client::ShedRetryLayer;
@@ -38,16 +39,32 @@
 //!   [`MarkOriginal`] (originals) and [`ShedRetryPolicy`] (retries) are the
 //!   pieces it is made of.
 //! - [`ClassifyError`] tells connect errors (safe to resend) from others.
+//! - [`ReplayableBody`] is what it needs of a request body to send it
+//!   again: a clone, or a replay of a [`ReplayBody`], which records a body
+//!   that is not `Clone` (tonic's, axum's, a stream) up to a byte budget
+//!   ([`ShedRetryLayer::replay_buffer`]; [`RecordBody`] and [`BoxReplay`]
+//!   carry it through tower's retry).
+//! - gRPC calls are retried in gRPC's terms: see
+//!   [gRPC](ShedRetryLayer#grpc).
 //!
 //! [`Retrier`]: shed_core::retry::Retrier
 
+#[cfg(any(feature = "tonic", feature = "axum"))]
+mod boxed;
 mod classify;
+mod grpc;
 mod headers;
 mod layer;
 mod mark_original;
 mod policy;
+mod record_body;
+mod replay_body;
+mod replayable;
 
 pub use classify::{is_connection_refused, ClassifyError, NoConnectErrors};
-pub use layer::ShedRetryLayer;
+pub use layer::{CloneBody, ReplayBuffer, ShedRetryLayer};
 pub use mark_original::MarkOriginal;
 pub use policy::ShedRetryPolicy;
+pub use record_body::{BoxReplay, RecordBody};
+pub use replay_body::ReplayBody;
+pub use replayable::ReplayableBody;

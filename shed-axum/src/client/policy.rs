@@ -1,4 +1,5 @@
-//! The [`tower::retry::Policy`] that drives a [`Retrier`] for HTTP requests.
+//! The [`tower::retry::Policy`] that drives a [`Retrier`] for HTTP requests
+//! and gRPC calls.
 
 use std::time::SystemTime;
 
@@ -8,12 +9,18 @@ use tokio::time::{Instant, Sleep};
 use tower::retry::Policy;
 
 use super::classify::{ClassifyError, NoConnectErrors};
-use super::headers;
+use super::{grpc, headers, ReplayableBody};
 
 /// shed's [`tower::retry::Policy`] for `http` services: asks a [`Retrier`]
-/// after each attempt, marks each retry with `shed-attempt: N` and what is
-/// left of the operation's deadline as `grpc-timeout`, and sleeps the delay
-/// the retrier chose.
+/// after each attempt, marks each retry with `shed-attempt: N` (and, for a
+/// gRPC call, `grpc-previous-rpc-attempts: N - 1`) and what is left of the
+/// operation's deadline as `grpc-timeout`, and sleeps the delay the retrier
+/// chose.
+///
+/// A request's body is sent again through [`ReplayableBody`]: a clone for
+/// `Clone` bodies, a replay for a [`ReplayBody`](super::ReplayBody). A
+/// failure after the replay buffer overflowed stops with
+/// [`Reason::BodyTooLarge`](shed_core::retry::Reason::BodyTooLarge).
 ///
 /// Made by [`ShedRetryLayer`](super::ShedRetryLayer), whose
 /// [`MarkOriginal`](super::MarkOriginal) marks the original before tower's
@@ -48,11 +55,15 @@ impl<C> ShedRetryPolicy<C> {
     }
 }
 
-/// The replay declaration of `req`: its [`Replay`] extension, else whether
-/// its method is idempotent.
+/// The replay declaration of `req`: its [`Replay`] extension; else, for a
+/// gRPC call, [`Replay::WhenRefused`]; else whether its method is
+/// idempotent.
 fn replay_of<B>(req: &Request<B>) -> Replay {
     if let Some(replay) = req.extensions().get::<Replay>() {
         return *replay;
+    }
+    if grpc::is_call(req.headers()) {
+        return Replay::WhenRefused;
     }
     let idempotent = [
         Method::GET,
@@ -69,8 +80,8 @@ fn replay_of<B>(req: &Request<B>) -> Replay {
     }
 }
 
-fn clone_request<B: Clone>(req: &Request<B>) -> Request<B> {
-    let mut clone = Request::new(req.body().clone());
+fn clone_request<B: ReplayableBody>(req: &Request<B>) -> Request<B> {
+    let mut clone = Request::new(req.body().replay());
     *clone.method_mut() = req.method().clone();
     *clone.uri_mut() = req.uri().clone();
     *clone.version_mut() = req.version();
@@ -81,7 +92,7 @@ fn clone_request<B: Clone>(req: &Request<B>) -> Request<B> {
 
 impl<B, ResBody, E, C> Policy<Request<B>, Response<ResBody>, E> for ShedRetryPolicy<C>
 where
-    B: Clone,
+    B: ReplayableBody,
     C: ClassifyError<E>,
 {
     type Future = Sleep;
@@ -93,6 +104,7 @@ where
     ) -> Option<Self::Future> {
         let session = self.session.as_mut()?;
         let outcome = match result {
+            Ok(response) if grpc::is_call(req.headers()) => grpc::outcome(response),
             Ok(response) => AttemptOutcome::Status(response.status().as_u16()),
             Err(error) if self.classify.is_connect_error(error) => AttemptOutcome::ConnectError,
             Err(_) => AttemptOutcome::OtherError,
@@ -105,6 +117,9 @@ where
             Ok(response) => headers::pushback(response.headers(), SystemTime::now()),
             Err(_) => Pushback::Absent,
         };
+        if !req.body().can_replay() {
+            session.op.mark_body_too_large();
+        }
         let now = session.started.elapsed();
         match self.retrier.decide(&mut session.op, outcome, pushback, now) {
             Decision::Retry { attempt, delay } => {

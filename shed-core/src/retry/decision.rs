@@ -78,7 +78,7 @@ impl Decision {
 /// use shed_core::retry::Reason;
 ///
 /// assert_eq!(Reason::RetryBudget.as_str(), "retry_budget");
-/// assert_eq!(Reason::ALL.len(), 7);
+/// assert_eq!(Reason::ALL.len(), 8);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
@@ -88,7 +88,9 @@ pub enum Reason {
     /// The failure is not in the retryable set (a 4xx, a 500, an error after
     /// the request was sent).
     TerminalStatus,
-    /// The operation was not declared safe to replay.
+    /// The operation was not declared safe to replay (or was declared
+    /// [`Replay::WhenRefused`](super::Replay::WhenRefused) and the server
+    /// did not refuse it).
     UnsafeOperation,
     /// The attempt cap is reached.
     AttemptCap,
@@ -99,11 +101,14 @@ pub enum Reason {
     RetryBudget,
     /// The server asked not to retry, or for a wait too long to honour.
     ServerRefused,
+    /// The request body outgrew what the client keeps to send it again
+    /// ([`Operation::mark_body_too_large`](super::Operation::mark_body_too_large)).
+    BodyTooLarge,
 }
 
 impl Reason {
     /// Every reason, in declaration order.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Succeeded,
         Self::TerminalStatus,
         Self::UnsafeOperation,
@@ -111,6 +116,7 @@ impl Reason {
         Self::Deadline,
         Self::RetryBudget,
         Self::ServerRefused,
+        Self::BodyTooLarge,
     ];
 
     /// A stable `snake_case` label, for metrics.
@@ -130,6 +136,7 @@ impl Reason {
             Self::Deadline => "deadline",
             Self::RetryBudget => "retry_budget",
             Self::ServerRefused => "server_refused",
+            Self::BodyTooLarge => "body_too_large",
         }
     }
 

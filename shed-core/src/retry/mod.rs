@@ -33,12 +33,12 @@
 //! - [`Pushback`]: `Retry-After` (seconds or HTTP-date), `retry-after-ms`,
 //!   `grpc-retry-pushback-ms`.
 //! - [`RetryableSet`], [`AttemptOutcome`], [`Replay`]: what may be retried
-//!   at all.
+//!   at all, HTTP statuses and gRPC status codes alike.
 //!
 //! Time is passed in by the caller (time since the original was sent), so the
 //! retrier is a pure function of its inputs plus the budget: tests drive it
 //! with a manual clock and never sleep. The tower retry policy in
-//! `shed-axum` (`shed_axum::client`) drives it for HTTP clients.
+//! `shed-axum` (`shed_axum::client`) drives it for HTTP and gRPC clients.
 //!
 //! # The bound
 //!

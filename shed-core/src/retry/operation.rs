@@ -24,6 +24,7 @@ pub struct Operation {
     replay: Replay,
     deadline: OperationDeadline,
     attempts: u32,
+    body_too_large: bool,
 }
 
 impl Operation {
@@ -32,6 +33,7 @@ impl Operation {
             replay,
             deadline,
             attempts: 1,
+            body_too_large: false,
         }
     }
 
@@ -69,6 +71,33 @@ impl Operation {
     #[must_use]
     pub fn replay(&self) -> Replay {
         self.replay
+    }
+
+    /// Records that the request body outgrew what the client keeps to send
+    /// it again: no further attempt can be sent, and the next failure stops
+    /// with [`Reason::BodyTooLarge`](super::Reason::BodyTooLarge) (a failure
+    /// that would not have been retried anyway keeps its own reason).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::retry::{AttemptOutcome, Decision, Pushback, Reason, Replay, Retrier};
+    ///
+    /// let retrier = Retrier::builder().build()?;
+    /// let mut op = retrier.begin(Replay::Safe);
+    /// op.mark_body_too_large();
+    /// let decision = retrier.decide(&mut op, AttemptOutcome::Status(503), Pushback::Absent, Duration::ZERO);
+    /// assert_eq!(decision, Decision::Stop(Reason::BodyTooLarge));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn mark_body_too_large(&mut self) {
+        self.body_too_large = true;
+    }
+
+    /// Whether [`mark_body_too_large`](Self::mark_body_too_large) was
+    /// called.
+    #[must_use]
+    pub fn is_body_too_large(&self) -> bool {
+        self.body_too_large
     }
 
     /// The deadline to forward to the server with an attempt sent at

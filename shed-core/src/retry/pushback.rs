@@ -293,6 +293,55 @@ mod tests {
     }
 
     #[test]
+    fn grpc_pushback_zero_means_retry_at_once() {
+        assert_eq!(
+            Pushback::grpc_retry_pushback_ms(b"0"),
+            Pushback::Wait(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn grpc_pushback_signed_or_fractional_refuses() {
+        for value in ["+5", "5.0", "0x10", "5ms", "--1", "- 1"] {
+            assert_eq!(
+                Pushback::grpc_retry_pushback_ms(value.as_bytes()),
+                Pushback::Refuse,
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn grpc_pushback_within_a_day_is_a_wait_beyond_it_a_refusal() {
+        assert_eq!(
+            Pushback::grpc_retry_pushback_ms(b"86400000"),
+            Pushback::Wait(MAX_PUSHBACK)
+        );
+        assert_eq!(
+            Pushback::grpc_retry_pushback_ms(b"86400001"),
+            Pushback::Refuse
+        );
+    }
+
+    #[test]
+    fn a_malformed_grpc_pushback_refuses_despite_a_retry_after() {
+        let headers = [
+            (RETRY_AFTER_HEADER, "1"),
+            (GRPC_RETRY_PUSHBACK_MS_HEADER, "soon"),
+        ];
+        let lookup = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.as_bytes())
+        };
+        assert_eq!(
+            Pushback::from_headers(lookup, new_year_2026()),
+            Pushback::Refuse
+        );
+    }
+
+    #[test]
     fn every_hint_is_read_and_the_longest_wait_wins() {
         let headers = [
             (RETRY_AFTER_HEADER, "1"),

@@ -139,8 +139,9 @@ impl Retrier {
     ///
     /// In order: a success stops with [`Reason::Succeeded`]; a failure
     /// outside the retryable set stops ([`Reason::TerminalStatus`]), as does
-    /// an operation not declared safe, a reached attempt cap and a server
-    /// refusal. The wait is then the longer of the pushback and the jittered
+    /// an operation not declared safe (or declared
+    /// [`Replay::WhenRefused`] and not refused), a body too large to send
+    /// again, a reached attempt cap and a server refusal. The wait is then the longer of the pushback and the jittered
     /// backoff (the pushback is a floor, never shortened); if the retry
     /// would not start at least the minimum attempt window before the
     /// deadline less the response reserve, the operation ends now
@@ -193,8 +194,11 @@ impl Retrier {
         if !settings.retryable.contains(outcome) {
             return Decision::Stop(Reason::TerminalStatus);
         }
-        if op.replay() != Replay::Safe {
+        if !op.replay().allows(outcome, pushback) {
             return Decision::Stop(Reason::UnsafeOperation);
+        }
+        if op.is_body_too_large() {
+            return Decision::Stop(Reason::BodyTooLarge);
         }
         if op.attempt() >= settings.max_attempts {
             return Decision::Stop(Reason::AttemptCap);
@@ -218,5 +222,129 @@ impl Retrier {
             attempt: op.advance(),
             delay,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEADLINE_EXCEEDED: AttemptOutcome = AttemptOutcome::GrpcStatus(4);
+    const RESOURCE_EXHAUSTED: AttemptOutcome = AttemptOutcome::GrpcStatus(8);
+    const UNAVAILABLE: AttemptOutcome = AttemptOutcome::GrpcStatus(14);
+
+    fn retrier() -> Retrier {
+        Retrier::builder().jitter(|| 0.5).build().unwrap()
+    }
+
+    fn first_decision(replay: Replay, outcome: AttemptOutcome, pushback: Pushback) -> Decision {
+        let retrier = retrier();
+        let mut op = retrier.begin(replay);
+        retrier.decide(&mut op, outcome, pushback, Duration::ZERO)
+    }
+
+    #[test]
+    fn grpc_ok_is_a_success() {
+        let decision = first_decision(
+            Replay::Safe,
+            AttemptOutcome::GrpcStatus(0),
+            Pushback::Absent,
+        );
+        assert_eq!(decision, Decision::Stop(Reason::Succeeded));
+    }
+
+    #[test]
+    fn grpc_resource_exhausted_and_unavailable_are_retried() {
+        for outcome in [RESOURCE_EXHAUSTED, UNAVAILABLE] {
+            let decision = first_decision(Replay::Safe, outcome, Pushback::Absent);
+            assert!(decision.is_retry(), "{outcome:?}: {decision:?}");
+        }
+    }
+
+    #[test]
+    fn grpc_deadline_exceeded_is_terminal() {
+        let decision = first_decision(Replay::Safe, DEADLINE_EXCEEDED, Pushback::Absent);
+        assert_eq!(decision, Decision::Stop(Reason::TerminalStatus));
+    }
+
+    #[test]
+    fn grpc_pushback_waits_at_least_as_long_as_asked() {
+        let pushback = Pushback::Wait(Duration::from_millis(700));
+        let decision = first_decision(Replay::Safe, RESOURCE_EXHAUSTED, pushback);
+        assert_eq!(
+            decision,
+            Decision::Retry {
+                attempt: 2,
+                delay: Duration::from_millis(700)
+            }
+        );
+    }
+
+    #[test]
+    fn a_refusing_pushback_stops_the_operation() {
+        let decision = first_decision(Replay::Safe, RESOURCE_EXHAUSTED, Pushback::Refuse);
+        assert_eq!(decision, Decision::Stop(Reason::ServerRefused));
+    }
+
+    #[test]
+    fn when_refused_without_pushback_is_not_retried() {
+        let decision = first_decision(Replay::WhenRefused, UNAVAILABLE, Pushback::Absent);
+        assert_eq!(decision, Decision::Stop(Reason::UnsafeOperation));
+    }
+
+    #[test]
+    fn when_refused_with_pushback_is_retried_after_it() {
+        let pushback = Pushback::Wait(Duration::from_millis(300));
+        let decision = first_decision(Replay::WhenRefused, RESOURCE_EXHAUSTED, pushback);
+        assert_eq!(
+            decision,
+            Decision::Retry {
+                attempt: 2,
+                delay: Duration::from_millis(300)
+            }
+        );
+    }
+
+    #[test]
+    fn when_refused_with_a_refusing_pushback_is_a_server_refusal() {
+        let decision = first_decision(Replay::WhenRefused, RESOURCE_EXHAUSTED, Pushback::Refuse);
+        assert_eq!(decision, Decision::Stop(Reason::ServerRefused));
+    }
+
+    #[test]
+    fn when_refused_retries_connect_errors() {
+        let retrier = Retrier::builder().build().unwrap();
+        let mut op = retrier.begin(Replay::WhenRefused);
+        let decision = retrier.decide(
+            &mut op,
+            AttemptOutcome::ConnectError,
+            Pushback::Absent,
+            Duration::ZERO,
+        );
+        assert!(decision.is_retry(), "{decision:?}");
+    }
+
+    #[test]
+    fn a_body_too_large_stops_a_retryable_failure_and_is_counted() {
+        let retrier = retrier();
+        let mut op = retrier.begin(Replay::Safe);
+        op.mark_body_too_large();
+        let decision = retrier.decide(&mut op, UNAVAILABLE, Pushback::Absent, Duration::ZERO);
+        assert_eq!(decision, Decision::Stop(Reason::BodyTooLarge));
+        assert_eq!(retrier.stats().denials(Reason::BodyTooLarge), 1);
+        assert_eq!(retrier.budget().balance_tenths(), 21, "no credit taken");
+    }
+
+    #[test]
+    fn a_body_too_large_leaves_other_reasons_their_own() {
+        let retrier = retrier();
+        let mut op = retrier.begin(Replay::Safe);
+        op.mark_body_too_large();
+        let terminal = retrier.decide(&mut op, DEADLINE_EXCEEDED, Pushback::Absent, Duration::ZERO);
+        assert_eq!(terminal, Decision::Stop(Reason::TerminalStatus));
+        let mut op = retrier.begin(Replay::Unsafe);
+        op.mark_body_too_large();
+        let unsafe_op = retrier.decide(&mut op, UNAVAILABLE, Pushback::Absent, Duration::ZERO);
+        assert_eq!(unsafe_op, Decision::Stop(Reason::UnsafeOperation));
     }
 }
