@@ -17,6 +17,13 @@
 //!   left of it from [`Admitted`] (tonic hands the request's extensions to
 //!   the handler) and sends it downstream in `grpc-timeout`, so the price
 //!   service refuses work nobody will wait for.
+//! - The downstream call goes through shed's client half,
+//!   [`ShedRetryLayer`] over the tonic `Channel` (shed's `tonic` feature:
+//!   `shed = { version = "0.2", features = ["tonic"] }`): a call the price
+//!   service refuses at its door is retried after its pushback, within the
+//!   deadline the handler set, marked `grpc-previous-rpc-attempts` so the
+//!   price service sheds it first, and within a retry budget shared by every
+//!   call of this process.
 //! - Refusals are gRPC statuses, trailers-only: overload is
 //!   `RESOURCE_EXHAUSTED` with `grpc-retry-pushback-ms` (the wait gRPC
 //!   clients with a retry policy honour, gRFC A6), or `UNAVAILABLE` with
@@ -48,6 +55,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use shed::client::{BoxReplay, MarkOriginal, RecordBody, ShedRetryLayer, ShedRetryPolicy};
+use shed::retry::Retrier;
 use shed::{Admitted, Class, Deadline, RequestHead, ShedLayer, Shedder};
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
@@ -55,6 +64,8 @@ use tonic::transport::{Channel, Server};
 use tonic::{Code, Request, Response, Status};
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::HealthCheckRequest;
+use tower::retry::Retry;
+use tower::ServiceBuilder;
 
 use demo::{
     Catalog, ExportReply, ExportRequest, Prices, QuoteReply, QuoteRequest, SearchReply,
@@ -82,7 +93,7 @@ fn is_health_check(head: &RequestHead<'_>) -> bool {
 async fn serve_catalog(
     listener: TcpListener,
     shedder: Shedder,
-    prices: Channel,
+    prices: PricesChannel,
 ) -> Result<(), tonic::transport::Error> {
     let (health_reporter, health) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<Catalog>().await;
@@ -99,10 +110,26 @@ async fn serve_catalog(
         .await
 }
 
+/// The channel to the price service, through shed's retry layer: the types
+/// `ShedRetryLayer::replay_buffer` stacks around a tonic `Channel`.
+type PricesChannel = MarkOriginal<RecordBody<Retry<ShedRetryPolicy, BoxReplay<Channel>>>>;
+
+/// A retrying channel to the price service at `addr`; connects on first use.
+fn prices_channel(addr: SocketAddr) -> Result<PricesChannel, Box<dyn std::error::Error>> {
+    let channel = Channel::from_shared(format!("http://{addr}"))?.connect_lazy();
+    // Up to 3 attempts, within the deadline each call carries (a call's
+    // own `grpc-timeout` is kept when it is the shorter), request messages
+    // of up to 64 KiB replayed.
+    let retrier = Retrier::builder().build()?;
+    Ok(ServiceBuilder::new()
+        .layer(ShedRetryLayer::new(retrier).replay_buffer(64 * 1024))
+        .service(channel))
+}
+
 /// What the catalog's methods need: a channel to the price service.
 #[derive(Clone)]
 struct CatalogHandlers {
-    prices: Channel,
+    prices: PricesChannel,
 }
 
 impl CatalogHandlers {
@@ -196,7 +223,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let prices_addr = prices_listener.local_addr()?;
     tokio::spawn(serve_prices(prices_listener));
     // Connects on first use, so the order the servers start in does not matter.
-    let prices = Channel::from_shared(format!("http://{prices_addr}"))?.connect_lazy();
+    let prices = prices_channel(prices_addr)?;
 
     let addr: SocketAddr = match std::env::var("SHED_ADDR") {
         Ok(addr) if serve => addr.parse()?,
@@ -309,8 +336,9 @@ mod demo {
     use http::uri::PathAndQuery;
     use prost::Message;
     use tonic::body::Body;
+    use tonic::client::GrpcService;
+    use tonic::codegen::{Body as HttpBody, Bytes, StdError};
     use tonic::server::NamedService;
-    use tonic::transport::Channel;
     use tonic::{Request, Response, Status};
     use tonic_prost::ProstCodec;
     use tower::{service_fn, Service};
@@ -377,19 +405,24 @@ mod demo {
     }
 
     /// Calls the unary method at `path` on `channel`.
-    pub async fn call<Req, Reply>(
-        channel: &Channel,
+    /// One unary call of `path` over `channel` (a tonic `Channel`, or one
+    /// wrapped in layers), as a generated client makes it.
+    pub async fn call<C, Req, Reply>(
+        channel: &C,
         path: &'static str,
         request: Request<Req>,
     ) -> Result<Response<Reply>, Status>
     where
+        C: GrpcService<Body> + Clone,
+        C::ResponseBody: HttpBody<Data = Bytes> + Send + 'static,
+        <C::ResponseBody as HttpBody>::Error: Into<StdError>,
         Req: Message + Send + 'static,
         Reply: Message + Default + Send + 'static,
     {
         let mut grpc = tonic::client::Grpc::new(channel.clone());
         grpc.ready()
             .await
-            .map_err(|error| Status::unavailable(error.to_string()))?;
+            .map_err(|error| Status::unavailable(error.into().to_string()))?;
         grpc.unary(
             request,
             PathAndQuery::from_static(path),

@@ -100,7 +100,7 @@ async fn retries_are_marked_carry_the_remaining_deadline_and_wait_out_the_pushba
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_inbound_attempt_number_and_deadline_are_replaced_by_this_clients() {
+async fn an_inbound_attempt_number_and_a_longer_deadline_are_replaced_by_this_clients() {
     // A proxy copying its caller's headers onto its own call.
     let mut proxied = get();
     let headers = proxied.headers_mut();
@@ -112,6 +112,36 @@ async fn an_inbound_attempt_number_and_deadline_are_replaced_by_this_clients() {
     let seen = server.seen();
     assert_eq!(seen[0].headers["shed-attempt"], "1");
     assert_eq!(seen[0].headers["grpc-timeout"], "1450000u");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shorter_inbound_deadline_is_kept_and_ends_the_operation() {
+    // A caller's own deadline (tonic's `Request::set_timeout` writes one):
+    // 400 ms, shorter than the retrier's 1.5 s.
+    let call_with = |pushback: &'static str| {
+        let mut req = get();
+        req.headers_mut()
+            .insert("grpc-timeout", HeaderValue::from_static("400m"));
+        let server = Scripted::new([response(503, &[("retry-after-ms", pushback)])]);
+        (req, server)
+    };
+
+    // A retry that fits: each attempt forwards what is left of the 400 ms,
+    // less the 50 ms reserve.
+    let (req, server) = call_with("100");
+    assert_eq!(call(retrier(), &server, req).await.status(), 200);
+    let seen = server.seen();
+    assert_eq!(seen[0].headers["grpc-timeout"], "350000u");
+    assert_eq!(seen[1].at, Duration::from_millis(100));
+    assert_eq!(seen[1].headers["grpc-timeout"], "250000u");
+
+    // A pushback past the caller's deadline ends the operation, as it
+    // would past the retrier's own.
+    let retrier = retrier();
+    let (req, server) = call_with("500");
+    assert_eq!(call(retrier.clone(), &server, req).await.status(), 503);
+    assert_eq!(server.seen().len(), 1);
+    assert_eq!(retrier.stats().denials(Reason::Deadline), 1);
 }
 
 #[tokio::test(start_paused = true)]

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use shed_core::retry::Pushback;
-use shed_core::wire::ATTEMPT_HEADER;
+use shed_core::wire::{self, ATTEMPT_HEADER};
 
 use super::grpc;
 use crate::forward;
@@ -19,6 +19,20 @@ pub(super) fn pushback(headers: &HeaderMap, received_at: SystemTime) -> Pushback
         received_at,
     )
 }
+
+/// The deadline a request arrived with, in `grpc-timeout` (as tonic's
+/// `Request::set_timeout` writes it, or as a proxy copied its caller's);
+/// a malformed value is absent.
+pub(super) fn caller_deadline(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(&forward::GRPC_TIMEOUT)?;
+    wire::grpc_timeout(value.as_bytes())
+}
+
+/// The deadline a request's caller gave it, kept for the retry policy, which
+/// begins the operation with it (the original's headers are marked before
+/// the policy sees the request).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CallerDeadline(pub(super) Duration);
 
 /// Marks a request as attempt `attempt` with `forwarded_deadline` left of
 /// its deadline, written as `grpc-timeout` in the one wire format

@@ -10,9 +10,12 @@ use super::{BoxReplay, MarkOriginal, RecordBody, ShedRetryPolicy};
 /// Retries the calls of an HTTP client service as a [`Retrier`] decides,
 /// marking every attempt: `shed-attempt: N`, and what is left of the
 /// operation's deadline as `grpc-timeout`, so a shed server sheds retries
-/// first and refuses what cannot finish in time. Both replace any the
-/// request arrived with: each request sent through the layer is this
-/// client's own operation. Each retry waits at least the server's pushback.
+/// first and refuses what cannot finish in time. The attempt number
+/// replaces any the request arrived with: each request sent through the
+/// layer is this client's own operation. A deadline it arrived with in
+/// `grpc-timeout` (tonic's `Request::set_timeout`) is kept when it is the
+/// shorter: the operation ends there. Each retry waits at least the
+/// server's pushback.
 ///
 /// The service it makes is a [`MarkOriginal`] around
 /// [`tower::retry::Retry`] with a [`ShedRetryPolicy`] around the client
@@ -276,7 +279,7 @@ impl<S, C: Clone> Layer<S> for ShedRetryLayer<C, CloneBody> {
 
     fn layer(&self, inner: S) -> Self::Service {
         let retry = Retry::new(self.policy(), inner);
-        MarkOriginal::new(retry, self.retrier.forwarded_deadline())
+        MarkOriginal::new(retry, self.retrier.clone())
     }
 }
 
@@ -286,6 +289,6 @@ impl<S, C: Clone> Layer<S> for ShedRetryLayer<C, ReplayBuffer> {
     fn layer(&self, inner: S) -> Self::Service {
         let retry = Retry::new(self.policy(), BoxReplay::new(inner));
         let record = RecordBody::new(retry, self.bodies.max_bytes);
-        MarkOriginal::new(record, self.retrier.forwarded_deadline())
+        MarkOriginal::new(record, self.retrier.clone())
     }
 }

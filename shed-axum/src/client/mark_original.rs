@@ -1,19 +1,21 @@
 //! The service that marks every request as an original before tower's retry
 //! sees it.
 
-use std::task::{Context, Poll};
-use std::time::Duration;
-
 use http::Request;
+use shed_core::retry::Retrier;
+use std::task::{Context, Poll};
 use tower::Service;
 
-use super::headers;
+use super::headers::{self, CallerDeadline};
 
 /// Marks every request as this client's original: `shed-attempt: 1`, with
 /// the operation's whole deadline less the response reserve as
-/// `grpc-timeout`, replacing any attempt number or deadline the request
-/// arrived with. A proxy that copies its caller's headers onto its own call
-/// would otherwise pass on the caller's attempt number and deadline.
+/// `grpc-timeout`, replacing any attempt number the request arrived with (a
+/// proxy that copies its caller's headers onto its own call would otherwise
+/// pass on the caller's attempt number). A deadline the request arrived with
+/// in `grpc-timeout` (tonic's `Request::set_timeout`, or a caller's copied
+/// by a proxy) is never lengthened: when it is the shorter, the operation
+/// ends there and the original forwards it, less the response reserve.
 /// Retries are marked by [`ShedRetryPolicy`].
 ///
 /// Made by [`ShedRetryLayer`], outside tower's retry; the future is the
@@ -38,15 +40,12 @@ use super::headers;
 #[derive(Debug, Clone)]
 pub struct MarkOriginal<S> {
     inner: S,
-    forwarded_deadline: Duration,
+    retrier: Retrier,
 }
 
 impl<S> MarkOriginal<S> {
-    pub(super) fn new(inner: S, forwarded_deadline: Duration) -> Self {
-        Self {
-            inner,
-            forwarded_deadline,
-        }
+    pub(super) fn new(inner: S, retrier: Retrier) -> Self {
+        Self { inner, retrier }
     }
 
     /// The service it marks requests for: tower's retry around the client
@@ -79,7 +78,14 @@ where
     }
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        headers::mark(req.headers_mut(), 1, self.forwarded_deadline);
+        let forwarded = match headers::caller_deadline(req.headers()) {
+            Some(caller) => {
+                req.extensions_mut().insert(CallerDeadline(caller));
+                self.retrier.forwarded_deadline_within(caller)
+            }
+            None => self.retrier.forwarded_deadline(),
+        };
+        headers::mark(req.headers_mut(), 1, forwarded);
         self.inner.call(req)
     }
 }

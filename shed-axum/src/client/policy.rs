@@ -9,7 +9,8 @@ use tokio::time::{Instant, Sleep};
 use tower::retry::Policy;
 
 use super::classify::{ClassifyError, NoConnectErrors};
-use super::{grpc, headers, ReplayableBody};
+use super::headers::{self, CallerDeadline};
+use super::{grpc, ReplayableBody};
 
 /// shed's [`tower::retry::Policy`] for `http` services: asks a [`Retrier`]
 /// after each attempt, marks each retry with `shed-attempt: N` (and, for a
@@ -136,8 +137,13 @@ where
     fn clone_request(&mut self, req: &Request<B>) -> Option<Request<B>> {
         if !std::mem::take(&mut self.resending) {
             // tower asks before sending an original: the operation begins.
+            let mut op = self.retrier.begin(replay_of(req));
+            if let Some(CallerDeadline(caller)) = req.extensions().get() {
+                let shorter = op.deadline().min(*caller);
+                op = op.with_deadline(shorter);
+            }
             self.session = Some(Session {
-                op: self.retrier.begin(replay_of(req)),
+                op,
                 started: Instant::now(),
             });
         }

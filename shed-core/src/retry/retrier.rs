@@ -111,6 +111,30 @@ impl Retrier {
         self.inner.settings.deadline.forwarded(Duration::ZERO)
     }
 
+    /// The deadline an original forwards when its caller allows it only
+    /// `caller_deadline` (a deadline the request arrived with, such as one
+    /// set with tonic's `Request::set_timeout`): the shorter of that and the
+    /// operation's deadline, less the response reserve. A caller's deadline
+    /// is never lengthened; begin its operation
+    /// [`with_deadline`](Operation::with_deadline) the same shorter one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::retry::Retrier;
+    ///
+    /// let retrier = Retrier::builder().build()?; // 1.5 s, a 50 ms reserve
+    /// let within = |ms| retrier.forwarded_deadline_within(Duration::from_millis(ms));
+    /// assert_eq!(within(300), Duration::from_millis(250));
+    /// assert_eq!(within(60_000), retrier.forwarded_deadline());
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn forwarded_deadline_within(&self, caller_deadline: Duration) -> Duration {
+        let mut deadline = self.inner.settings.deadline;
+        deadline.length = deadline.length.min(caller_deadline);
+        deadline.forwarded(Duration::ZERO)
+    }
+
     /// Begins an operation whose original is being sent now: counts the
     /// original and earns its tenth of a retry in the budget.
     ///
