@@ -46,6 +46,22 @@ pub struct ClientConfig {
     pub protocol: Protocol,
 }
 
+impl ClientConfig {
+    /// The lab's callers: a 1 s deadline, 250 ms attempts, up to 3 attempts,
+    /// over HTTP.
+    pub fn standard() -> Self {
+        ClientConfig {
+            deadline: Duration::from_millis(1000),
+            attempt_timeout: Duration::from_millis(250),
+            max_attempts: 3,
+            backoff_base: Duration::from_millis(25),
+            backoff_cap: Duration::from_millis(250),
+            hangup_share: 0.0,
+            protocol: Protocol::Http,
+        }
+    }
+}
+
 /// What a lab client speaks to the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {

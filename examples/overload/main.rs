@@ -37,9 +37,11 @@ mod class;
 mod client;
 mod cpu;
 mod downstream;
+mod drive;
 mod exposition;
 mod goal;
 mod grpc;
+mod haproxy;
 mod load;
 mod metrics;
 mod plot;
@@ -84,7 +86,10 @@ const USAGE: &str = "usage:
 policies: none, tower@N, shed, shed@N, shadow, shadow@N (N a number, or `true`: the calibrated
           true concurrency; shadow: the shed engine in shadow mode)
 scenarios: steady, isolation, deadline, metastable, unknown-capacity, cpu-bound, capacity-drop,
-           shadow, grpc (the default set, also `all`), soak (only when named)
+           shadow, grpc (the default set, also `all`), soak, fleet (only when named; fleet runs
+           HAProxy, installing Debian's package when missing, and `overload drive` client processes)
+  overload drive --target ADDR --rates R,R,R,R --secs S [--seed N] [--start-at-ms UNIX_MS]
+           (one client process of the fleet: prints one line per request)
 the server answers GET /{critical,interactive,batch,background} over HTTP/1.1 and HTTP/2, and the
 unary gRPC methods lab.v1.Lab/{Critical,Interactive,Batch,Background} (Empty -> StringValue)";
 
@@ -94,6 +99,8 @@ enum Command {
         scenarios: Vec<Scenario>,
         lab: Lab,
     },
+    /// One client process of the fleet scenario.
+    Drive(drive::DriveSpec),
     Serve {
         addr: SocketAddr,
         policy: Policy,
@@ -114,6 +121,9 @@ where
 }
 
 fn parse(args: &[String], launcher: Launcher) -> Result<Command, String> {
+    if args.first().is_some_and(|a| a == "drive") {
+        return drive::DriveSpec::parse(&args[1..]).map(Command::Drive);
+    }
     let mut positional = Vec::new();
     let mut quick = false;
     let mut policies = None;
@@ -333,6 +343,8 @@ fn cli(args: &[String], launcher: Launcher) -> u8 {
     let threads = match &command {
         Command::Serve { threads, .. } => *threads,
         Command::Lab { .. } => 0,
+        // A client process of a fleet: one thread, as several share 2 cores.
+        Command::Drive(_) => 1,
     };
     let runtime = match threads {
         1 => tokio::runtime::Builder::new_current_thread()
@@ -372,6 +384,10 @@ fn cli(args: &[String], launcher: Launcher) -> u8 {
                 serve(addr, policy, config, exit_with_stdin, quick).await
             }
             Command::Lab { scenarios, lab } => run_lab(&lab, &scenarios).await.map(drop),
+            Command::Drive(spec) => {
+                drive::run(spec, client::ClientConfig::standard()).await;
+                Ok(())
+            }
         }
     });
     match result {

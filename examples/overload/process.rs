@@ -81,7 +81,7 @@ impl Launcher {
 
     /// The command running the lab with `args`, under `taskset -c cpu`
     /// when `cpu` is given.
-    fn command(&self, args: &[String], cpu: Option<usize>) -> Command {
+    pub fn command(&self, args: &[String], cpu: Option<usize>) -> Command {
         let mut command = match cpu {
             Some(cpu) => {
                 let mut c = Command::new("taskset");

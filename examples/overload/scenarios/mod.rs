@@ -14,6 +14,7 @@ mod capacity_drop;
 mod cpu_bound;
 mod deadline;
 pub mod figures;
+mod fleet;
 mod grpc;
 mod isolation;
 mod metastable;
@@ -25,7 +26,7 @@ use std::{fmt, fs, path::PathBuf, str::FromStr, time::Duration, time::Instant};
 
 use crate::{
     calibrate::{self, Calibration, Plan},
-    client::{ClientConfig, Protocol},
+    client::ClientConfig,
     downstream::ServiceTime,
     goal::Goals,
     metrics::Summary,
@@ -92,15 +93,7 @@ impl Lab {
 
     /// Callers with a 1 s deadline, 250 ms attempts, up to 3 attempts.
     pub fn client(&self) -> ClientConfig {
-        ClientConfig {
-            deadline: Duration::from_millis(1000),
-            attempt_timeout: Duration::from_millis(250),
-            max_attempts: 3,
-            backoff_base: Duration::from_millis(25),
-            backoff_cap: Duration::from_millis(250),
-            hangup_share: 0.0,
-            protocol: Protocol::Http,
-        }
+        ClientConfig::standard()
     }
 }
 
@@ -127,6 +120,9 @@ pub enum Scenario {
     Grpc,
     /// Ten minutes at 4x against a server in its own process (not default).
     Soak,
+    /// Three replicas behind HAProxy, three client processes, one replica
+    /// degraded (not default).
+    Fleet,
 }
 
 impl Scenario {
@@ -156,6 +152,7 @@ impl Scenario {
             Scenario::Shadow => "shadow",
             Scenario::Grpc => "grpc",
             Scenario::Soak => "soak",
+            Scenario::Fleet => "fleet",
         }
     }
 
@@ -169,6 +166,7 @@ impl Scenario {
             Scenario::Shadow => "shed,shadow",
             Scenario::Grpc => "none,tower@true,shed",
             Scenario::Soak => "shed",
+            Scenario::Fleet => "none,shed",
             _ => "none,tower@true,shed@true,shed",
         };
         crate::policy::parse_list(list).expect("the default policy lists parse")
@@ -179,6 +177,7 @@ impl Scenario {
         match self {
             Scenario::Isolation => isolation::service(lab),
             Scenario::CpuBound => cpu_bound::SERVICE,
+            Scenario::Fleet => fleet::service(lab),
             _ => lab.downstream(),
         }
     }
@@ -196,7 +195,7 @@ impl Scenario {
             Scenario::CapacityDrop => capacity_drop::specs(lab, capacity),
             Scenario::Shadow => shadow::specs(lab, capacity),
             Scenario::Grpc => grpc::specs(lab, capacity),
-            Scenario::Soak => Vec::new(),
+            Scenario::Soak | Scenario::Fleet => Vec::new(),
         }
     }
 }
@@ -213,12 +212,12 @@ impl FromStr for Scenario {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Scenario::DEFAULT
             .into_iter()
-            .chain([Scenario::Soak])
+            .chain([Scenario::Soak, Scenario::Fleet])
             .find(|x| x.name() == s)
             .ok_or_else(|| {
                 format!(
                     "unknown scenario {s:?} (expected steady, isolation, deadline, metastable, \
-                     unknown-capacity, cpu-bound, capacity-drop, shadow, grpc, soak or all)"
+                     unknown-capacity, cpu-bound, capacity-drop, shadow, grpc, soak, fleet or all)"
                 )
             })
     }
@@ -412,6 +411,9 @@ pub async fn run(
     if scenario == Scenario::Soak {
         return Ok(soak::run(lab, &policies, calibrations).await?);
     }
+    if scenario == Scenario::Fleet {
+        return Ok(fleet::run(lab, calibrations).await?);
+    }
     let service = scenario.service(lab);
     let setup = match scenario {
         Scenario::CpuBound => cpu_bound::setup(lab),
@@ -443,7 +445,7 @@ pub async fn run(
         Scenario::CapacityDrop => capacity_drop::report(&ctx, &trials, reduced),
         Scenario::Shadow => shadow::report(&ctx, &trials),
         Scenario::Grpc => grpc::report(&ctx, &trials),
-        Scenario::Soak => unreachable!("the soak returned above"),
+        Scenario::Soak | Scenario::Fleet => unreachable!("returned above"),
     };
     for note in &setup.notes {
         report.figures.note(note.clone());
@@ -480,7 +482,7 @@ pub async fn run(
         Scenario::CapacityDrop => capacity_drop::plot(&ctx, &trials, &plot)?,
         Scenario::Shadow => shadow::plot(&ctx, &trials, &plot)?,
         Scenario::Grpc => grpc::plot(&ctx, &trials, &plot)?,
-        Scenario::Soak => unreachable!("the soak returned above"),
+        Scenario::Soak | Scenario::Fleet => unreachable!("returned above"),
     }
     files.push(plot);
     Ok(ScenarioRun {
@@ -520,6 +522,12 @@ pub fn planned_secs(lab: &Lab, scenarios: &[Scenario]) -> (usize, f64) {
         if s == Scenario::Soak {
             trials += policies;
             secs += policies as f64 * (lab.soak.as_secs_f64() + 50.0);
+            continue;
+        }
+        if s == Scenario::Fleet {
+            let (arms, load) = fleet::planned(lab);
+            trials += arms;
+            secs += load.as_secs_f64();
             continue;
         }
         for spec in s.specs(lab, 1.0) {
