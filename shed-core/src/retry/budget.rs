@@ -36,16 +36,19 @@ pub(crate) const RETRY_COST_TENTHS: u64 = 10;
 /// # The bound
 ///
 /// With `O` originals deposited, the number of retries `R` granted by one
-/// budget is at most
+/// budget that started with `b` tenths is at most
 ///
 /// ```text
-/// R <= initial_retries + floor(O / 10)
+/// R <= floor((b + O) / 10)     (= initial_retries + floor(O / 10) for b = 10 * initial_retries)
 /// ```
 ///
 /// because the balance only grows by deposits, never goes below zero, and
 /// each retry removes ten tenths. Credit discarded at the cap only lowers `R`.
 /// Against a complete outage, the extra load retries add is therefore a tenth
-/// of the originals, plus a constant.
+/// of the originals, plus a constant. The constant is per budget: a fleet of
+/// processes, each with its own, and every restart adds one; see
+/// [the bound across a fleet](super#the-bound-across-a-fleet) and
+/// [`fleet_share`](Self::fleet_share).
 ///
 /// # Memory ordering
 ///
@@ -90,8 +93,16 @@ impl RetryBudget {
     /// ```
     #[must_use]
     pub fn new(initial_retries: u32, max_retries: u32) -> Self {
-        let cap = u64::from(max_retries) * RETRY_COST_TENTHS;
-        let initial = (u64::from(initial_retries) * RETRY_COST_TENTHS).min(cap);
+        Self::from_tenths(
+            u64::from(initial_retries) * RETRY_COST_TENTHS,
+            u64::from(max_retries) * RETRY_COST_TENTHS,
+        )
+    }
+
+    /// A budget starting with `initial` tenths, never more than `cap`; an
+    /// initial balance above the cap is lowered to the cap.
+    pub(super) fn from_tenths(initial: u64, cap: u64) -> Self {
+        let initial = initial.min(cap);
         Self {
             balance: AtomicU64::new(initial),
             initial,

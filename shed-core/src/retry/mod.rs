@@ -42,11 +42,14 @@
 //!
 //! # The bound
 //!
-//! One budget with an initial balance of `I` retries, over `O` originals,
-//! grants at most
+//! A budget counts in tenths of a retry. It starts with `b` tenths (`10 * I`
+//! for an initial balance of `I` retries), gains one tenth per original
+//! ([`Retrier::begin`]; credit above the cap is discarded), loses ten per
+//! retry granted, and never goes below zero. After `O` originals,
+//! `b + O - 10 * R >= 0`, so one budget has granted
 //!
 //! ```text
-//! R <= I + floor(O / 10)
+//! R <= floor((b + O) / 10) = I + floor(O / 10)
 //! ```
 //!
 //! retries (fewer when credit is discarded at the cap). With the defaults
@@ -56,18 +59,95 @@
 //! Every retry is also bounded per operation by the attempt cap and the
 //! deadline, and is never sent before the server's pushback has elapsed.
 //!
+//! # The bound across a fleet
+//!
+//! Budgets are not shared between processes, and a process does not keep
+//! its balance across a restart: every budget a fleet has ever held starts
+//! with its own balance. That is one per client process and one more per
+//! restart (and one per retrier a process builds without sharing a budget:
+//! count budgets, not processes). Summing the bound over the `K` budgets,
+//! budget `j` starting with `b_j` tenths and earning from `O_j` of the
+//! fleet's `O` originals:
+//!
+//! ```text
+//! R <= sum over j of floor((b_j + O_j) / 10)
+//!   <= floor((sum of b_j + O) / 10)
+//! ```
+//!
+//! The first line is exact: it is what the budgets' accounting guarantees,
+//! and it is reached when every budget spends all it earns and discards
+//! nothing at its cap. Its floors are per budget, so a process's leftover
+//! tenths never fund another's retry: ten processes with nine originals
+//! each earn no retry at all. The second line needs only fleet-wide totals
+//! and is larger by less than one retry per budget.
+//!
+//! With `N` processes each holding a budget of `I` retries
+//! ([`RetryBudget::new`], [`RetryBudget::default`]: `b_j = 10 * I`) and `S`
+//! restarts (`K = N + S`), the second line is
+//!
+//! ```text
+//! R <= N * I + S * I + floor(O / 10)
+//! ```
+//!
+//! With shares of a fleet-wide initial balance `I_F` over `N` processes
+//! ([`RetryBudget::fleet_share`]: each starts with `s = floor(10 * I_F / N)`
+//! tenths, so `N * s <= 10 * I_F`), it is
+//!
+//! ```text
+//! R <= I_F + floor((S * s + O) / 10)
+//! ```
+//!
+//! Every attempt is either an original or a retry the budget granted, so
+//! the attempts `A` the servers see are at most
+//!
+//! ```text
+//! A <= O + R
+//! ```
+//!
+//! reached in a complete outage, where every attempt fails and every
+//! operation asks for its retries. Three processes with the default budget
+//! (`I` = 2), one of them restarted once, sending 90 originals in all into
+//! an outage: `R <= 8 + 9 = 17` and `A <= 107`, against 270 without a budget.
+//! `tests/fleet_budget.rs` in the repository runs such a fleet as separate
+//! OS processes against a loopback server that refuses everything, and
+//! checks the count. Attempts are counted at the retry layer: a transport
+//! beneath it that resends on its own adds attempts outside the bound.
+//!
+//! ```
+//! use shed_core::retry::RetryBudget;
+//!
+//! // Each process's budget grants at most floor((b + O) / 10) retries.
+//! fn spend(budget: &RetryBudget, originals: u64) -> u64 {
+//!     let mut retries = 0;
+//!     for _ in 0..originals {
+//!         budget.deposit();
+//!         while budget.try_withdraw() {
+//!             retries += 1;
+//!         }
+//!     }
+//!     retries
+//! }
+//! // Three processes and one restart (4 budgets), 90 originals.
+//! let retries: u64 = [30, 30, 12, 18]
+//!     .into_iter()
+//!     .map(|originals| spend(&RetryBudget::new(2, 4), originals))
+//!     .sum();
+//! assert_eq!(retries, 5 + 5 + 3 + 3, "the exact bound, per budget");
+//! assert!(retries <= 3 * 2 + 1 * 2 + 90 / 10, "the fleet-wide bound");
+//! ```
+//!
 //! # Per-process or fleet-wide
 //!
-//! A budget bounds the retries of the processes that share it. With `N`
-//! client processes each holding its own budget, the initial balances add
-//! up (`N * I` retries that need no originals at all), and every restart
-//! refills a process's balance. That is fine for a handful of long-lived
-//! clients. When the fleet is large compared with its traffic (`N * I` is
-//! not small next to `O / 10`), when clients are short-lived (serverless,
-//! batch jobs, crash loops), or when many processes hit one fragile
-//! dependency, enforce the budget fleet-wide instead: share it through the
-//! proxy or sidecar all calls pass through, or lower `I` to 0 so that only
-//! traffic earns retries.
+//! The per-budget constant is what grows with the fleet: `N * I` retries
+//! need no originals at all, and every restart adds `I` more. That is fine
+//! for a handful of long-lived clients. When the fleet is large compared
+//! with its traffic (`N * I` is not small next to `O / 10`), state the
+//! budget for the fleet and give each process its share
+//! ([`RetryBudget::fleet_share`]), or lower `I` to 0 so that only traffic
+//! earns retries. When clients are short-lived (serverless, batch jobs,
+//! crash loops) restarts dominate: start them empty (`I` = 0), or enforce
+//! the budget where all calls meet, in the proxy or sidecar they pass
+//! through.
 
 mod backoff;
 mod budget;
@@ -75,6 +155,7 @@ mod builder;
 mod deadline;
 mod decision;
 mod eligibility;
+mod fleet;
 mod jitter;
 mod operation;
 mod outcome;
