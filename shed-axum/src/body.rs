@@ -8,6 +8,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
+use crate::feedback::LoadFeedback;
 use crate::held::HeldPermit;
 
 pin_project! {
@@ -18,7 +19,8 @@ pin_project! {
     /// against the concurrency limit for as long as it streams (a body dropped
     /// before its end, by a client that hung up, gives the slot back as
     /// abandoned). For a refused request it is the rejection's small, complete
-    /// body.
+    /// body. With [load feedback](crate::ShedLayer::load_feedback), a gRPC
+    /// call's trailers gain `shed-load` as they pass.
     pub struct ShedBody<B> {
         #[pin]
         kind: Kind<B>,
@@ -32,6 +34,8 @@ pin_project! {
             #[pin]
             body: B,
             permit: Option<HeldPermit>,
+            // Set when the trailers are to carry the load feedback.
+            trailer: Option<LoadFeedback>,
         },
         Full {
             data: Option<Bytes>,
@@ -40,7 +44,7 @@ pin_project! {
 }
 
 impl<B> ShedBody<B> {
-    pub(crate) fn inner(body: B, permit: Option<HeldPermit>) -> Self
+    pub(crate) fn inner(body: B, permit: Option<HeldPermit>, trailer: Option<LoadFeedback>) -> Self
     where
         B: Body,
     {
@@ -53,7 +57,11 @@ impl<B> ShedBody<B> {
             permit => permit,
         };
         ShedBody {
-            kind: Kind::Inner { body, permit },
+            kind: Kind::Inner {
+                body,
+                permit,
+                trailer,
+            },
         }
     }
 
@@ -78,8 +86,19 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.project().kind.project() {
-            KindProj::Inner { mut body, permit } => {
-                let frame = body.as_mut().poll_frame(cx);
+            KindProj::Inner {
+                mut body,
+                permit,
+                trailer,
+            } => {
+                let mut frame = body.as_mut().poll_frame(cx);
+                if let (Some(feedback), Poll::Ready(Some(Ok(frame)))) =
+                    (trailer.as_ref(), &mut frame)
+                {
+                    if let Some(trailers) = frame.trailers_mut() {
+                        feedback.stamp(trailers);
+                    }
+                }
                 let over = match &frame {
                     Poll::Ready(None | Some(Err(_))) => true,
                     Poll::Ready(Some(Ok(_))) => body.is_end_stream(),

@@ -44,6 +44,7 @@ mod classify;
 pub mod client;
 mod clock;
 mod extract;
+mod feedback;
 mod forward;
 pub mod future;
 mod held;
