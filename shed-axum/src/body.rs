@@ -8,6 +8,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
+use crate::client::TrailerReader;
 use crate::feedback::LoadFeedback;
 use crate::held::HeldPermit;
 
@@ -34,8 +35,8 @@ pin_project! {
             #[pin]
             body: B,
             permit: Option<HeldPermit>,
-            // Set when the trailers are to carry the load feedback.
-            trailer: Option<LoadFeedback>,
+            // What to do with the trailers as they pass, if anything.
+            trailer: Option<TrailerHook>,
         },
         Full {
             data: Option<Bytes>,
@@ -44,7 +45,7 @@ pin_project! {
 }
 
 impl<B> ShedBody<B> {
-    pub(crate) fn inner(body: B, permit: Option<HeldPermit>, trailer: Option<LoadFeedback>) -> Self
+    pub(crate) fn inner(body: B, permit: Option<HeldPermit>, trailer: Option<TrailerHook>) -> Self
     where
         B: Body,
     {
@@ -74,6 +75,23 @@ impl<B> ShedBody<B> {
     }
 }
 
+/// What a [`ShedBody`] does with the trailers of the body it wraps.
+pub(crate) enum TrailerHook {
+    /// The server's: adds its load feedback (a gRPC call's trailers).
+    Stamp(LoadFeedback),
+    /// The client throttle's: reads the replica's load feedback.
+    Read(TrailerReader),
+}
+
+impl TrailerHook {
+    fn see(&self, trailers: &mut http::HeaderMap) {
+        match self {
+            TrailerHook::Stamp(feedback) => feedback.stamp(trailers),
+            TrailerHook::Read(reader) => reader.read(trailers),
+        }
+    }
+}
+
 impl<B> Body for ShedBody<B>
 where
     B: Body<Data = Bytes>,
@@ -92,11 +110,9 @@ where
                 trailer,
             } => {
                 let mut frame = body.as_mut().poll_frame(cx);
-                if let (Some(feedback), Poll::Ready(Some(Ok(frame)))) =
-                    (trailer.as_ref(), &mut frame)
-                {
+                if let (Some(hook), Poll::Ready(Some(Ok(frame)))) = (trailer.as_ref(), &mut frame) {
                     if let Some(trailers) = frame.trailers_mut() {
-                        feedback.stamp(trailers);
+                        hook.see(trailers);
                     }
                 }
                 let over = match &frame {

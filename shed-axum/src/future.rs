@@ -19,7 +19,7 @@ use tokio::time::{Instant, Sleep};
 use tower::Service;
 use tracing::instrument::{Instrument, Instrumented};
 
-use crate::body::ShedBody;
+use crate::body::{ShedBody, TrailerHook};
 use crate::classify::Classification;
 use crate::extract::Admitted;
 use crate::feedback::{LoadFeedback, GRPC_STATUS};
@@ -310,7 +310,8 @@ fn answer<B: http_body::Body>(
     let (mut head, body) = response.into_parts();
     let in_trailers = grpc && !head.headers.contains_key(GRPC_STATUS);
     if in_trailers {
-        return Response::from_parts(head, ShedBody::inner(body, permit, Some(feedback)));
+        let hook = TrailerHook::Stamp(feedback);
+        return Response::from_parts(head, ShedBody::inner(body, permit, Some(hook)));
     }
     feedback.stamp(&mut head.headers);
     Response::from_parts(head, ShedBody::inner(body, permit, None))
