@@ -79,8 +79,10 @@ impl<B> ShedBody<B> {
 pub(crate) enum TrailerHook {
     /// The server's: adds its load feedback (a gRPC call's trailers).
     Stamp(LoadFeedback),
-    /// The client throttle's: reads the replica's load feedback.
-    Read(TrailerReader),
+    /// The client throttle's: reads the replica's load feedback (boxed:
+    /// only gRPC calls through a throttle need it, and every body carries
+    /// the hook's room).
+    Read(Box<TrailerReader>),
 }
 
 impl TrailerHook {

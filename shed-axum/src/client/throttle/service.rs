@@ -119,8 +119,8 @@ impl Tracker {
             let gate = RetryGate::new(self.throttle.clone(), self.call.clone());
             response.extensions_mut().insert(gate);
         }
-        let trailer =
-            committed_grpc.then(|| TrailerHook::Read(TrailerReader::new(self.throttle, self.call)));
+        let trailer = committed_grpc
+            .then(|| TrailerHook::Read(Box::new(TrailerReader::new(self.throttle, self.call))));
         response.map(|body| ShedBody::inner(body, None, trailer))
     }
 }
