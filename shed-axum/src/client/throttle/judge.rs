@@ -174,3 +174,60 @@ impl TrailerReader {
         self.throttle.trailers(&self.call, trailers);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(status: u16, headers: &[(&'static str, &'static str)]) -> Response<()> {
+        let mut builder = Response::builder().status(status);
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder.body(()).unwrap()
+    }
+
+    #[test]
+    fn http_overload_refusals_are_429_and_503_with_their_pushback() {
+        let refused = response(429, &[("retry-after", "2")]);
+        assert_eq!(
+            answer_of(&refused, false),
+            Answer::Overloaded(Duration::from_secs(2))
+        );
+        assert_eq!(
+            answer_of(&response(503, &[]), false),
+            Answer::Overloaded(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn other_failures_are_accepted_work() {
+        for status in [200, 404, 500, 504] {
+            assert_eq!(answer_of(&response(status, &[]), false), Answer::Accepted);
+        }
+    }
+
+    #[test]
+    fn grpc_overload_refusals_are_trailers_only_8_and_14() {
+        for code in ["8", "14"] {
+            let refused = response(
+                200,
+                &[("grpc-status", code), ("grpc-retry-pushback-ms", "250")],
+            );
+            assert_eq!(
+                answer_of(&refused, true),
+                Answer::Overloaded(Duration::from_millis(250))
+            );
+        }
+        let failed = response(200, &[("grpc-status", "13")]);
+        assert_eq!(answer_of(&failed, true), Answer::Accepted);
+        assert_eq!(answer_of(&response(200, &[]), true), Answer::Accepted);
+    }
+
+    #[test]
+    fn a_report_that_is_malformed_is_absent() {
+        let mut headers = HeaderMap::new();
+        headers.insert(LOAD_HEADER, http::HeaderValue::from_static("ranks=9"));
+        assert!(report_in(&headers).is_none());
+    }
+}

@@ -160,11 +160,13 @@ const DEFAULT_MULTIPLIER: f64 = 2.0;
 /// # }
 /// ```
 ///
-/// A local refusal never spends retry budget:
+/// How local refusals meet the retry budget:
 ///
 /// - The retry policy stops at an answer marked [`RefusedLocally`](super::RefusedLocally) without
 ///   asking its retrier: nothing is spent, and no denial is counted (the
-///   throttle counts the refusal).
+///   throttle counts the refusal). The original had begun its operation
+///   before it reached the throttle, so it earned its tenth of a retry as
+///   if it had been sent.
 /// - The retrier takes a retry's credit when it grants the retry, before
 ///   the retry is sent. So the policy asks the throttle first: the throttle
 ///   puts a way back to itself on each failed answer it passes up, and the
@@ -172,6 +174,9 @@ const DEFAULT_MULTIPLIER: f64 = 2.0;
 ///   operation ends with the replica's last answer (the refusal is counted
 ///   and traced as local), and no credit is taken. A retry the throttle let
 ///   through there is not judged again when it is sent.
+/// - A transport error is not an answer, so it carries no way back: a
+///   retry after one is judged when it is sent, after the retrier took its
+///   credit. If the throttle refuses it then, that credit is spent.
 ///
 /// Outside the retry layer, the throttle would judge only originals (the
 /// retries happen below it), so it could not shed the retries a replica
