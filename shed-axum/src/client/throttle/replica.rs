@@ -121,7 +121,9 @@ impl Replica {
         (left > 0.0).then(|| self.shares.map(|share| share * left))
     }
 
-    /// Whether nothing of this replica's state counts any longer at `now`.
+    /// Whether forgetting this replica at `now` changes nothing: no report
+    /// counts, the throttle would refuse nothing whatever its `K` (at least
+    /// 1), and no pushback is recent.
     pub(super) fn is_stale(&self, now: Instant, window: Duration) -> bool {
         self.current_shares(now).is_none()
             && self.window.refusal_chance(now, 1.0) == 0.0
