@@ -22,6 +22,7 @@
 //! request, response body consumed, every call complete on its first poll):
 //! - `router_reject_floor`: the bare router whose handler returns a 429;
 //! - `router_reject_shed`: shed refusing (limit 1 held, no queue);
+//! - `router_reject_shed_feedback`: the same with load feedback on;
 //! - `router_reject_tower`: tower's `HandleErrorLayer` + `load_shed` +
 //!   `concurrency_limit(1)` refusing;
 //! - `router_reject_governor`: `tower_governor` refusing (burst used up);
@@ -48,7 +49,7 @@ use shed_core::{Arrival, Class};
 mod common;
 use common::router;
 
-const OPS: [&str; 11] = [
+const OPS: [&str; 12] = [
     "reject_by_level",
     "reject_by_deadline",
     "admit_release",
@@ -56,6 +57,7 @@ const OPS: [&str; 11] = [
     "admit_release_adaptive",
     "router_reject_floor",
     "router_reject_shed",
+    "router_reject_shed_feedback",
     "router_reject_tower",
     "router_reject_governor",
     "router_admit_bare",
@@ -97,6 +99,12 @@ fn run_router(op: &str, n: u64) {
     match op {
         "router_reject_floor" => serve_n(&mut router::reject_floor().app, refuse, n, &mut cx),
         "router_reject_shed" => serve_n(&mut router::reject_shed(&mut cx).app, refuse, n, &mut cx),
+        "router_reject_shed_feedback" => serve_n(
+            &mut router::reject_shed_feedback(&mut cx).app,
+            refuse,
+            n,
+            &mut cx,
+        ),
         "router_reject_tower" => {
             serve_n(&mut router::reject_tower(&mut cx).app, refuse, n, &mut cx)
         }

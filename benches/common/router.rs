@@ -151,6 +151,21 @@ pub fn reject_shed(cx: &mut Context<'_>) -> Refusing {
     }
 }
 
+/// shed refusing as [`reject_shed`] does, with load feedback on: each
+/// refusal carries `shed-load`.
+pub fn reject_shed_feedback(cx: &mut Context<'_>) -> Refusing {
+    let mut app = served(
+        Router::new()
+            .route("/", get(handler))
+            .layer(ShedLayer::new(saturated_shed()).load_feedback(true)),
+    );
+    let held = hold(&mut app, cx);
+    Refusing {
+        app,
+        _held: Some(held),
+    }
+}
+
 /// tower's pattern from the axum docs: `HandleErrorLayer` + `load_shed` +
 /// `concurrency_limit(1)`, its permit held by a pending request.
 pub fn reject_tower(cx: &mut Context<'_>) -> Refusing {

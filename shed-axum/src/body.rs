@@ -8,6 +8,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
+use crate::client::TrailerReader;
+use crate::feedback::LoadFeedback;
 use crate::held::HeldPermit;
 
 pin_project! {
@@ -18,7 +20,8 @@ pin_project! {
     /// against the concurrency limit for as long as it streams (a body dropped
     /// before its end, by a client that hung up, gives the slot back as
     /// abandoned). For a refused request it is the rejection's small, complete
-    /// body.
+    /// body. With [load feedback](crate::ShedLayer::load_feedback), a gRPC
+    /// call's trailers gain `shed-load` as they pass.
     pub struct ShedBody<B> {
         #[pin]
         kind: Kind<B>,
@@ -32,6 +35,8 @@ pin_project! {
             #[pin]
             body: B,
             permit: Option<HeldPermit>,
+            // What to do with the trailers as they pass, if anything.
+            trailer: Option<TrailerHook>,
         },
         Full {
             data: Option<Bytes>,
@@ -40,7 +45,7 @@ pin_project! {
 }
 
 impl<B> ShedBody<B> {
-    pub(crate) fn inner(body: B, permit: Option<HeldPermit>) -> Self
+    pub(crate) fn inner(body: B, permit: Option<HeldPermit>, trailer: Option<TrailerHook>) -> Self
     where
         B: Body,
     {
@@ -53,7 +58,11 @@ impl<B> ShedBody<B> {
             permit => permit,
         };
         ShedBody {
-            kind: Kind::Inner { body, permit },
+            kind: Kind::Inner {
+                body,
+                permit,
+                trailer,
+            },
         }
     }
 
@@ -62,6 +71,25 @@ impl<B> ShedBody<B> {
             kind: Kind::Full {
                 data: (!data.is_empty()).then_some(data),
             },
+        }
+    }
+}
+
+/// What a [`ShedBody`] does with the trailers of the body it wraps.
+pub(crate) enum TrailerHook {
+    /// The server's: adds its load feedback (a gRPC call's trailers).
+    Stamp(LoadFeedback),
+    /// The client throttle's: reads the replica's load feedback (boxed:
+    /// only gRPC calls through a throttle need it, and every body carries
+    /// the hook's room).
+    Read(Box<TrailerReader>),
+}
+
+impl TrailerHook {
+    fn see(&self, trailers: &mut http::HeaderMap) {
+        match self {
+            TrailerHook::Stamp(feedback) => feedback.stamp(trailers),
+            TrailerHook::Read(reader) => reader.read(trailers),
         }
     }
 }
@@ -78,8 +106,17 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.project().kind.project() {
-            KindProj::Inner { mut body, permit } => {
-                let frame = body.as_mut().poll_frame(cx);
+            KindProj::Inner {
+                mut body,
+                permit,
+                trailer,
+            } => {
+                let mut frame = body.as_mut().poll_frame(cx);
+                if let (Some(hook), Poll::Ready(Some(Ok(frame)))) = (trailer.as_ref(), &mut frame) {
+                    if let Some(trailers) = frame.trailers_mut() {
+                        hook.see(trailers);
+                    }
+                }
                 let over = match &frame {
                     Poll::Ready(None | Some(Err(_))) => true,
                     Poll::Ready(Some(Ok(_))) => body.is_end_stream(),

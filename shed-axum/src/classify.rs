@@ -105,6 +105,11 @@ impl ClassifyRules {
     }
 }
 
+/// Whether a request's `content-type` says its caller speaks gRPC.
+pub(crate) fn is_grpc_request(headers: &HeaderMap) -> bool {
+    headers.get(CONTENT_TYPE).is_some_and(is_grpc_type)
+}
+
 /// Whether a request's (first) `content-type` says its caller speaks gRPC
 /// (`application/grpc`, `+proto`, `+json`...).
 pub(crate) fn is_grpc_type(value: &HeaderValue) -> bool {

@@ -19,9 +19,10 @@ use tokio::time::{Instant, Sleep};
 use tower::Service;
 use tracing::instrument::{Instrument, Instrumented};
 
-use crate::body::ShedBody;
+use crate::body::{ShedBody, TrailerHook};
 use crate::classify::Classification;
 use crate::extract::Admitted;
+use crate::feedback::{LoadFeedback, GRPC_STATUS};
 use crate::held::HeldPermit;
 use crate::hook::RequestHead;
 use crate::layer::{Config, ReleaseOn};
@@ -67,11 +68,14 @@ pin_project! {
             permit: Option<HeldPermit>,
             classification: Classification,
             release_on: ReleaseOn,
+            feedback: Option<LoadFeedback>,
         },
         // Let through unjudged: the inner service's answer as it is.
         Bypassed {
             #[pin]
             call: S::Future,
+            feedback: Option<LoadFeedback>,
+            grpc: bool,
         },
         // Answered by shed: refused, or cut off at the deadline.
         Refused {
@@ -90,10 +94,10 @@ where
         request: Request<ReqBody>,
         permit: Permit,
         classification: Classification,
-        release_on: ReleaseOn,
+        config: &Config,
     ) -> Self {
         ResponseFuture {
-            state: State::serving(inner, request, permit, classification, release_on),
+            state: State::serving(inner, request, permit, classification, config),
         }
     }
 
@@ -119,10 +123,16 @@ where
         }
     }
 
-    /// Passes the inner service's answer through, holding nothing.
-    pub(crate) fn bypassed(call: S::Future) -> Self {
+    /// Passes the inner service's answer through, holding nothing, with
+    /// the layer's load feedback if it gives any. `grpc`: whether the
+    /// request is a gRPC call.
+    pub(crate) fn bypassed(call: S::Future, feedback: Option<LoadFeedback>, grpc: bool) -> Self {
         ResponseFuture {
-            state: State::Bypassed { call },
+            state: State::Bypassed {
+                call,
+                feedback,
+                grpc,
+            },
         }
     }
 
@@ -160,26 +170,36 @@ where
                     permit,
                     classification,
                     release_on,
+                    feedback,
                 } => match ready!(call.poll(cx)) {
                     Ok(result) => {
                         let permit = body_permit(permit.take(), *release_on);
+                        let feedback = feedback.take();
+                        let grpc = classification.is_grpc();
                         return Poll::Ready(
-                            result
-                                .map(|response| response.map(|body| ShedBody::inner(body, permit))),
+                            result.map(|response| answer(response, permit, feedback, grpc)),
                         );
                     }
                     Err(DeadlinePassed) => {
-                        let response = cut_at_deadline(permit.take(), classification);
+                        let mut response = cut_at_deadline(permit.take(), classification);
+                        if let Some(feedback) = feedback.take() {
+                            feedback.stamp(response.headers_mut());
+                        }
                         // Leaving the serving state drops the handler's future.
                         state.set(State::Refused {
                             response: Some(response),
                         });
                     }
                 },
-                StateProj::Bypassed { call } => {
+                StateProj::Bypassed {
+                    call,
+                    feedback,
+                    grpc,
+                } => {
                     let result = ready!(call.poll(cx));
+                    let (feedback, grpc) = (feedback.take(), *grpc);
                     return Poll::Ready(
-                        result.map(|response| response.map(|body| ShedBody::inner(body, None))),
+                        result.map(|response| answer(response, None, feedback, grpc)),
                     );
                 }
                 StateProj::Refused { response } => {
@@ -200,7 +220,7 @@ where
         mut request: Request<ReqBody>,
         permit: Permit,
         classification: Classification,
-        release_on: ReleaseOn,
+        config: &Config,
     ) -> Self {
         // The handler's own spans nest in this one; its events carry the
         // admission facts. Checked first: with no subscriber, building the
@@ -237,7 +257,8 @@ where
             },
             permit: Some(HeldPermit::new(permit)),
             classification,
-            release_on,
+            release_on: config.release_on(),
+            feedback: config.feedback().cloned(),
         }
     }
 }
@@ -256,13 +277,12 @@ where
     S: Service<Request<B>>,
 {
     fn serve<ResBody>(mut self, permit: Permit) -> State<S, B, ResBody> {
-        let release_on = self.config.release_on();
         State::serving(
             &mut self.inner,
             self.request,
             permit,
             self.classification,
-            release_on,
+            &self.config,
         )
     }
 
@@ -272,6 +292,29 @@ where
             response: Some(self.config.refuse(rejection, &head, &self.classification)),
         }
     }
+}
+
+/// The inner service's answer as the layer sends it: its body holding
+/// `permit`, and with the load feedback if the layer gives it. The feedback
+/// goes in the head, except for a gRPC call that has begun answering (no
+/// `grpc-status` in its head), whose trailers carry it.
+fn answer<B: http_body::Body>(
+    response: Response<B>,
+    permit: Option<HeldPermit>,
+    feedback: Option<LoadFeedback>,
+    grpc: bool,
+) -> Response<ShedBody<B>> {
+    let Some(feedback) = feedback else {
+        return response.map(|body| ShedBody::inner(body, permit, None));
+    };
+    let (mut head, body) = response.into_parts();
+    let in_trailers = grpc && !head.headers.contains_key(GRPC_STATUS);
+    if in_trailers {
+        let hook = TrailerHook::Stamp(feedback);
+        return Response::from_parts(head, ShedBody::inner(body, permit, Some(hook)));
+    }
+    feedback.stamp(&mut head.headers);
+    Response::from_parts(head, ShedBody::inner(body, permit, None))
 }
 
 /// The permit a response body holds until it ends: none when the slot goes

@@ -31,6 +31,7 @@ use tower::Layer;
 
 use crate::body::ShedBody;
 use crate::classify::{Classification, ClassifyRules};
+use crate::feedback::LoadFeedback;
 use crate::hook::{BypassRequest, ClassifyRequest, MakeCohortKey, OnRejection, RequestHead};
 use crate::reject::{GrpcOverloadStatus, Responder};
 use crate::Shed;
@@ -112,6 +113,7 @@ impl ShedLayer {
                 rules: ClassifyRules::default(),
                 responder: Responder::default(),
                 release_on: ReleaseOn::default(),
+                feedback: None,
             }),
         }
     }
@@ -373,6 +375,49 @@ impl ShedLayer {
         self.edit(|config| config.release_on = release_on)
     }
 
+    /// Puts the replica's load on every answer to a request the layer
+    /// judges, served or refused: the `shed-load` header
+    /// ([`LOAD_HEADER`](shed_core::wire::LOAD_HEADER)), such as
+    /// `ranks=2, cohorts=32, in-flight=60, limit=64, queued=17`. A client
+    /// layer ([`ShedThrottleLayer`](crate::client::ShedThrottleLayer))
+    /// reads it to refuse locally the ranks this replica sheds; a balancer
+    /// or a dashboard may read the load. Default: off.
+    ///
+    /// - `ranks` and `cohorts`: the admission [`Level`](shed_core::Level) in
+    ///   rank terms, the first `ranks` ranks of the shed order refused whole
+    ///   and `cohorts` of the 128 cohorts of the next one;
+    /// - `in-flight`, `limit`, `queued`: requests holding a slot, the
+    ///   concurrency limit, requests waiting in all ranks.
+    ///
+    /// The header is in the head of HTTP answers and of gRPC refusals
+    /// (trailers-only answers, whose head is their trailers); a gRPC call
+    /// the handler answers carries it in its trailers, written as they
+    /// pass, so it says the state at the end of the call. The state is read
+    /// without a lock, and refusals in a burst share one header value, so
+    /// the reject path allocates nothing for it while the state holds.
+    ///
+    /// Turn it on where the callers are trusted: services called by other
+    /// services of one fleet, behind a proxy that strips `shed-load` from
+    /// answers leaving it. Off for public callers: the header tells anyone
+    /// how close the replica is to its capacity, and when it is shedding,
+    /// which helps an attacker time a flood.
+    ///
+    /// ```
+    /// use axum::{routing::get, Router};
+    /// use shed_axum::ShedLayer;
+    /// use shed_core::Shedder;
+    ///
+    /// // An internal service: its callers shed before sending.
+    /// let app: Router = Router::new()
+    ///     .route("/search", get(|| async { "results" }))
+    ///     .layer(ShedLayer::new(Shedder::with_limit(64)?).load_feedback(true));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn load_feedback(self, enabled: bool) -> ShedLayer {
+        let feedback = enabled.then(|| LoadFeedback::new(self.shedder.clone()));
+        self.edit(|config| config.feedback = feedback)
+    }
+
     /// The shared engine.
     pub fn shedder(&self) -> &Shedder {
         &self.shedder
@@ -395,6 +440,7 @@ pub(crate) struct Config {
     rules: ClassifyRules,
     responder: Responder,
     release_on: ReleaseOn,
+    feedback: Option<LoadFeedback>,
 }
 
 impl fmt::Debug for Config {
@@ -404,6 +450,7 @@ impl fmt::Debug for Config {
             .field("rules", &self.rules)
             .field("responder", &self.responder)
             .field("release_on", &self.release_on)
+            .field("feedback", &self.feedback.is_some())
             .finish()
     }
 }
@@ -434,10 +481,19 @@ impl Config {
             retry_after_s = rejection.retry_after().map(|after| after.as_secs()),
             "refused"
         );
-        self.responder.respond(rejection, head, classification)
+        let mut response = self.responder.respond(rejection, head, classification);
+        if let Some(feedback) = &self.feedback {
+            feedback.stamp(response.headers_mut());
+        }
+        response
     }
 
     pub(crate) fn release_on(&self) -> ReleaseOn {
         self.release_on
+    }
+
+    /// The load feedback to put on answers, if the layer gives it.
+    pub(crate) fn feedback(&self) -> Option<&LoadFeedback> {
+        self.feedback.as_ref()
     }
 }

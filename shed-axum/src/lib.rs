@@ -23,6 +23,11 @@
 //! `grpc-retry-pushback-ms`). An admitted handler runs under its deadline, and
 //! its slot is held until the response body ends.
 //!
+//! With [load feedback](ShedLayer::load_feedback) on, every answer also
+//! states the replica's load (`shed-load`), and a client's
+//! [`ShedThrottleLayer`](client::ShedThrottleLayer) refuses before sending
+//! the requests the replica would refuse.
+//!
 //! Layers of one engine sit side by side, not nested: see
 //! [Nesting](ShedLayer#nesting).
 //!
@@ -44,6 +49,7 @@ mod classify;
 pub mod client;
 mod clock;
 mod extract;
+mod feedback;
 mod forward;
 pub mod future;
 mod held;

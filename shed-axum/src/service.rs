@@ -71,7 +71,9 @@ where
         let head = RequestHead::of(&request);
         if self.config.bypasses(&head) {
             self.shedder.count_bypassed();
-            return ResponseFuture::bypassed(self.inner.call(request));
+            let feedback = self.config.feedback().cloned();
+            let grpc = feedback.is_some() && crate::classify::is_grpc_request(head.headers);
+            return ResponseFuture::bypassed(self.inner.call(request), feedback, grpc);
         }
         let classification = self.config.classify(&head);
         match self.shedder.admit(&classification.arrival()) {
@@ -80,7 +82,7 @@ where
                 request,
                 permit,
                 classification,
-                self.config.release_on(),
+                &self.config,
             ),
             Admission::Queued(waiter) => {
                 // The instance that was polled ready serves the request once

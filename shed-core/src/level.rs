@@ -54,6 +54,23 @@ impl Level {
         Level::position(rank, cohort) < self.0
     }
 
+    /// The share of `rank`'s cohorts this level sheds: 1 for ranks below
+    /// the one it cuts into, 0 for those above, and the cut part of that one.
+    ///
+    /// ```
+    /// use shed_core::{Class, Level, Rank};
+    ///
+    /// let level = Level::new(128 + 32);
+    /// assert_eq!(level.share_shed(Rank::retry(Class::Background)), 1.0);
+    /// assert_eq!(level.share_shed(Rank::retry(Class::Batch)), 0.25);
+    /// assert_eq!(level.share_shed(Rank::original(Class::Critical)), 0.0);
+    /// ```
+    pub fn share_shed(self, rank: Rank) -> f64 {
+        let first = Level::position(rank, Cohort::MIN);
+        let cohorts = self.0.saturating_sub(first).min(Cohort::COUNT);
+        f64::from(cohorts) / f64::from(Cohort::COUNT)
+    }
+
     /// How many positions a (rank, cohort) lies below the level (0 when admitted).
     pub(crate) const fn distance_below(self, rank: Rank, cohort: Cohort) -> u16 {
         self.0.saturating_sub(Level::position(rank, cohort))

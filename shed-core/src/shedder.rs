@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::engine::Engine;
+use crate::wire::LoadReport;
 use crate::{
     Admission, Arrival, Class, ConfigError, Level, Mode, Permit, Rank, Rejection, ShedderBuilder,
     Stats,
@@ -263,6 +264,32 @@ impl Shedder {
     /// Requests waiting in `rank`'s queue now.
     pub fn queue_len(&self, rank: Rank) -> u32 {
         self.engine.queue_len(rank)
+    }
+
+    /// What the service's answers state about its load (the `shed-load`
+    /// header, [`wire::format_load_report`](crate::wire::format_load_report)):
+    /// the [level](Shedder::level), requests in flight, the limit, and the
+    /// requests queued in all ranks. One clock read (for the level) and a
+    /// few relaxed atomic loads; no lock.
+    ///
+    /// ```
+    /// use shed_core::{Arrival, Class, Level, Shedder};
+    ///
+    /// let shedder = Shedder::builder().limit(8).build()?;
+    /// let _permit = shedder.try_admit(&Arrival::new(Class::Interactive)).unwrap();
+    /// let report = shedder.load_report();
+    /// assert_eq!((report.level, report.in_flight, report.limit, report.queued), (Level::NONE, 1, 8, 0));
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn load_report(&self) -> LoadReport {
+        LoadReport {
+            level: self.level(),
+            in_flight: self.in_flight(),
+            limit: self.limit(),
+            queued: Rank::ALL
+                .iter()
+                .fold(0u32, |sum, rank| sum.saturating_add(self.queue_len(*rank))),
+        }
     }
 
     /// Counts a request its host let through without asking the engine (a

@@ -19,12 +19,14 @@ mod classify;
 mod date;
 mod deadline;
 mod input;
+mod load;
 mod pushback;
 mod reference;
 
 pub use attempt::{amz_sdk_request, retry_count};
 pub use classify::classify;
 pub use deadline::{grpc_timeout, timeout_ms};
+pub use load::load_report;
 pub use pushback::{grpc_retry_pushback_ms, retry_after, retry_after_ms};
 
 /// A check: panics when the input breaks an invariant.
@@ -32,7 +34,7 @@ pub type Check = fn(&[u8]);
 
 /// Every target: its name (the fuzz target's and its corpus directory's)
 /// and its check.
-pub const TARGETS: [(&str, Check); 8] = [
+pub const TARGETS: [(&str, Check); 9] = [
     ("grpc_timeout", grpc_timeout),
     ("timeout_ms", timeout_ms),
     ("retry_count", retry_count),
@@ -41,4 +43,5 @@ pub const TARGETS: [(&str, Check); 8] = [
     ("retry_after_ms", retry_after_ms),
     ("grpc_retry_pushback_ms", grpc_retry_pushback_ms),
     ("classify", classify),
+    ("load_report", load_report),
 ];

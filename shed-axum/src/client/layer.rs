@@ -136,6 +136,16 @@ use super::{BoxReplay, MarkOriginal, RecordBody, ShedRetryPolicy};
 /// # }
 /// ```
 ///
+/// # With a throttle
+///
+/// A [`ShedThrottleLayer`](super::ShedThrottleLayer) goes inside this
+/// layer, between it and the transport, so that every attempt is judged at
+/// its own rank. An answer the throttle made up
+/// ([`RefusedLocally`](super::RefusedLocally)) ends the operation without
+/// asking the retrier, and the throttle is asked about a retry before the
+/// retrier takes its credit: local refusals spend no retry budget. See
+/// [With retries](super::ShedThrottleLayer#with-retries).
+///
 /// # Panics
 ///
 /// The delay before a retry is a [`tokio::time::Sleep`]: retrying needs a

@@ -47,6 +47,11 @@
 //! - gRPC calls are retried in gRPC's terms: see
 //!   [gRPC](ShedRetryLayer#grpc).
 //!
+//! [`ShedThrottleLayer`] refuses locally, before sending, the requests a
+//! replica would refuse: the ranks its load reports say it sheds, and
+//! SRE-style adaptive throttling when it says nothing. It goes inside the
+//! retry layer; see [With retries](ShedThrottleLayer#with-retries).
+//!
 //! [`Retrier`]: shed_core::retry::Retrier
 
 #[cfg(any(feature = "tonic", feature = "axum"))]
@@ -60,6 +65,7 @@ mod policy;
 mod record_body;
 mod replay_body;
 mod replayable;
+mod throttle;
 
 pub use classify::{is_connection_refused, ClassifyError, NoConnectErrors};
 pub use layer::{CloneBody, ReplayBuffer, ShedRetryLayer};
@@ -68,3 +74,7 @@ pub use policy::ShedRetryPolicy;
 pub use record_body::{BoxReplay, RecordBody};
 pub use replay_body::ReplayBody;
 pub use replayable::ReplayableBody;
+pub(crate) use throttle::TrailerReader;
+pub use throttle::{
+    LocalReason, RefusedLocally, ShedThrottle, ShedThrottleLayer, ThrottleFuture, ThrottleStats,
+};

@@ -10,7 +10,8 @@ use tower::retry::Policy;
 
 use super::classify::{ClassifyError, NoConnectErrors};
 use super::headers::{self, CallerDeadline};
-use super::{grpc, ReplayableBody};
+use super::throttle::{JudgedByGate, RetryGate};
+use super::{grpc, RefusedLocally, ReplayableBody};
 
 /// shed's [`tower::retry::Policy`] for `http` services: asks a [`Retrier`]
 /// after each attempt, marks each retry with `shed-attempt: N` (and, for a
@@ -22,6 +23,11 @@ use super::{grpc, ReplayableBody};
 /// `Clone` bodies, a replay for a [`ReplayBody`](super::ReplayBody). A
 /// failure after the replay buffer overflowed stops with
 /// [`Reason::BodyTooLarge`](shed_core::retry::Reason::BodyTooLarge).
+///
+/// It stops at an answer a [`ShedThrottleLayer`](super::ShedThrottleLayer)
+/// below it made up ([`RefusedLocally`]) without asking the retrier, and
+/// asks that throttle whether a retry would be refused before asking the
+/// retrier, so local refusals spend no retry budget.
 ///
 /// Made by [`ShedRetryLayer`](super::ShedRetryLayer), whose
 /// [`MarkOriginal`](super::MarkOriginal) marks the original before tower's
@@ -104,6 +110,12 @@ where
         result: &mut Result<Response<ResBody>, E>,
     ) -> Option<Self::Future> {
         let session = self.session.as_mut()?;
+        if let Ok(response) = result {
+            if response.extensions().get::<RefusedLocally>().is_some() {
+                // Never sent: the throttle below counted it; nothing to spend.
+                return None;
+            }
+        }
         let outcome = match result {
             Ok(response) if grpc::is_call(req.headers()) => grpc::outcome(response),
             Ok(response) => AttemptOutcome::Status(response.status().as_u16()),
@@ -121,12 +133,26 @@ where
         if !req.body().can_replay() {
             session.op.mark_body_too_large();
         }
+        let gate = match result {
+            Ok(response) => response.extensions().get::<RetryGate>(),
+            Err(_) => None,
+        };
+        if let Some(gate) = gate {
+            // Asked before the retrier, which takes the retry's credit when
+            // it grants it: a retry the throttle refuses spends nothing.
+            if gate.refuses(session.op.attempt() + 1) {
+                return None;
+            }
+        }
         let now = session.started.elapsed();
         match self.retrier.decide(&mut session.op, outcome, pushback, now) {
             Decision::Retry { attempt, delay } => {
                 let sent_at = now.saturating_add(delay);
                 let forwarded = session.op.forwarded_deadline(sent_at);
                 headers::mark(req.headers_mut(), attempt, forwarded);
+                if gate.is_some() {
+                    req.extensions_mut().insert(JudgedByGate);
+                }
                 self.resending = true;
                 Some(tokio::time::sleep(delay))
             }

@@ -24,6 +24,7 @@
 //! | `amz-sdk-request` | [`amz_sdk_attempt`] | an attempt number |
 //! | `Retry-After` | [`retry_after`] | a [`Delay`] |
 //! | `retry-after-ms`, `grpc-retry-pushback-ms` | [`delay_ms`] | a [`Delay`] |
+//! | `shed-load` | [`load_report`] (writer: [`format_load_report`]) | a [`LoadReport`] |
 //!
 //! # Strictness
 //!
@@ -43,15 +44,17 @@
 mod attempt;
 mod deadline;
 mod delay;
+mod load;
 mod names;
 mod number;
 
 pub use attempt::{amz_sdk_attempt, count};
 pub use deadline::{format_grpc_timeout, grpc_timeout, timeout_ms, GrpcTimeout};
 pub use delay::{delay_ms, retry_after, Delay};
+pub use load::{format_load_report, load_report, LoadReport, LoadReportText};
 pub use names::{
     AMZ_SDK_REQUEST_HEADER, ATTEMPT_HEADER, CONNECT_TIMEOUT_MS_HEADER, ENVOY_ATTEMPT_COUNT_HEADER,
     ENVOY_EXPECTED_RQ_TIMEOUT_MS_HEADER, GRPC_PREVIOUS_RPC_ATTEMPTS_HEADER,
-    GRPC_RETRY_PUSHBACK_MS_HEADER, GRPC_TIMEOUT_HEADER, RETRY_AFTER_HEADER, RETRY_AFTER_MS_HEADER,
-    STAINLESS_RETRY_COUNT_HEADER,
+    GRPC_RETRY_PUSHBACK_MS_HEADER, GRPC_TIMEOUT_HEADER, LOAD_HEADER, RETRY_AFTER_HEADER,
+    RETRY_AFTER_MS_HEADER, STAINLESS_RETRY_COUNT_HEADER,
 };

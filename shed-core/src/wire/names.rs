@@ -48,3 +48,10 @@ pub const RETRY_AFTER_MS_HEADER: &str = "retry-after-ms";
 /// gRPC pushback hint in milliseconds (gRFC A6); negative means "do not
 /// retry". Read with [`delay_ms`](super::delay_ms).
 pub const GRPC_RETRY_PUSHBACK_MS_HEADER: &str = "grpc-retry-pushback-ms";
+
+/// A replica's load feedback on its answers (an HTTP header; a trailer of
+/// gRPC calls that reach the handler): which ranks it sheds and how loaded
+/// it is, such as `ranks=2, cohorts=32, in-flight=60, limit=64, queued=17`.
+/// Read with [`load_report`](super::load_report), written with
+/// [`format_load_report`](super::format_load_report).
+pub const LOAD_HEADER: &str = "shed-load";
