@@ -18,7 +18,9 @@ use hyper_util::{
     client::legacy::{connect::HttpConnector, Client},
     rt::TokioExecutor,
 };
+use shed::client::{RefusedLocally, ShedThrottle, ShedThrottleLayer};
 use shed::wire::{self, ATTEMPT_HEADER, GRPC_TIMEOUT_HEADER};
+use tower::{Layer, ServiceExt};
 
 use crate::{class::Class, grpc};
 
@@ -44,6 +46,10 @@ pub struct ClientConfig {
     pub hangup_share: f64,
     /// What the calls speak.
     pub protocol: Protocol,
+    /// Whether HTTP calls go through shed's client throttle
+    /// (`ShedThrottleLayer`), which refuses locally what the server's load
+    /// reports say it sheds.
+    pub throttle: bool,
 }
 
 impl ClientConfig {
@@ -58,6 +64,7 @@ impl ClientConfig {
             backoff_cap: Duration::from_millis(250),
             hangup_share: 0.0,
             protocol: Protocol::Http,
+            throttle: false,
         }
     }
 }
@@ -92,6 +99,9 @@ pub enum AttemptResult {
     Status(u16),
     /// A gRPC call ended with this status (not OK).
     Grpc(tonic::Code),
+    /// The client's throttle refused it before sending (the `429` it
+    /// answered carries a `Retry-After` like a server's).
+    RefusedLocally,
     /// No complete answer within the attempt timeout.
     Timeout,
     /// The connection failed.
@@ -108,6 +118,7 @@ impl AttemptResult {
             AttemptResult::Status(s) => matches!(s, 429 | 502 | 503 | 504),
             // The same refusals as over HTTP, under their gRPC names.
             AttemptResult::Grpc(code) => grpc::refusal_status(code).is_some(),
+            AttemptResult::RefusedLocally => true,
             AttemptResult::Timeout | AttemptResult::Error => true,
             AttemptResult::HungUp => false,
         }
@@ -123,6 +134,7 @@ impl AttemptResult {
                 Some(status) => status.to_string(),
                 None => format!("grpc-{}", code as i32),
             }),
+            AttemptResult::RefusedLocally => Some("local".into()),
             AttemptResult::Timeout => Some("timeout".into()),
             AttemptResult::Error => Some("io".into()),
             AttemptResult::HungUp => Some("hangup".into()),
@@ -179,6 +191,7 @@ pub struct LabClient {
     http: Client<HttpConnector, Empty<Bytes>>,
     uris: [Uri; 4],
     grpc: Option<grpc::Caller>,
+    throttled: Option<ShedThrottle<Client<HttpConnector, Empty<Bytes>>>>,
     config: ClientConfig,
 }
 
@@ -197,10 +210,16 @@ impl LabClient {
                 .expect("a socket address and a path form a valid URI")
         });
         let grpc = (config.protocol == Protocol::Grpc).then(|| grpc::Caller::new(addr));
+        // One throttle per client (per process in the fleet): its state is
+        // per replica address, shared by every call.
+        let throttled = config
+            .throttle
+            .then(|| ShedThrottleLayer::new().layer(http.clone()));
         LabClient {
             http,
             uris,
             grpc,
+            throttled,
             config,
         }
     }
@@ -274,7 +293,7 @@ impl LabClient {
         if let Some(grpc) = &self.grpc {
             return grpc.attempt(class, n, deadline, give_up).await;
         }
-        let request = Request::get(self.uris[class.index()].clone())
+        let mut request = Request::get(self.uris[class.index()].clone())
             .header(
                 GRPC_TIMEOUT_HEADER,
                 wire::format_grpc_timeout(deadline).as_str(),
@@ -283,7 +302,22 @@ impl LabClient {
             .body(Empty::new())
             .expect("static parts form a valid request");
         let exchange = async {
-            let response = self.http.request(request).await.map_err(|_| ())?;
+            let response = match &self.throttled {
+                Some(throttled) => {
+                    request.extensions_mut().insert(shed::Class::from(class));
+                    let response = throttled.clone().oneshot(request).await.map_err(|_| ())?;
+                    if let Some(refused) = response.extensions().get::<RefusedLocally>() {
+                        return Ok((None, Some(refused.retry_after())));
+                    }
+                    response.map(BodyExt::boxed_unsync)
+                }
+                None => self
+                    .http
+                    .request(request)
+                    .await
+                    .map_err(|_| ())?
+                    .map(BodyExt::boxed_unsync),
+            };
             let status = response.status();
             // Read as shed's own client reads it: seconds or an HTTP-date.
             let retry_after = response
@@ -295,15 +329,20 @@ impl LabClient {
                     wire::Delay::TooLong => Duration::from_secs(86_400),
                 });
             response.into_body().collect().await.map_err(|_| ())?;
-            Ok::<_, ()>((status, retry_after))
+            Ok::<_, ()>((Some(status), retry_after))
         };
         match tokio::time::timeout(give_up, exchange).await {
             Err(_) => (AttemptResult::Timeout, None),
             Ok(Err(())) => (AttemptResult::Error, None),
-            Ok(Ok((status, retry_after))) if status == StatusCode::OK => {
+            // Refused before sending: the caller waits the throttle's
+            // Retry-After as a server's.
+            Ok(Ok((None, retry_after))) => (AttemptResult::RefusedLocally, retry_after),
+            Ok(Ok((Some(status), retry_after))) if status == StatusCode::OK => {
                 (AttemptResult::Success, retry_after)
             }
-            Ok(Ok((status, retry_after))) => (AttemptResult::Status(status.as_u16()), retry_after),
+            Ok(Ok((Some(status), retry_after))) => {
+                (AttemptResult::Status(status.as_u16()), retry_after)
+            }
         }
     }
 }

@@ -36,13 +36,15 @@ pub struct DriveSpec {
     pub seed: u64,
     /// When to start, in milliseconds since the Unix epoch.
     pub start_at_ms: u64,
+    /// Whether the callers go through shed's client throttle.
+    pub throttle: bool,
 }
 
 impl DriveSpec {
     /// The arguments of `overload drive` that run this spec.
     pub fn args(&self) -> Vec<String> {
         let rates: Vec<String> = self.rates.iter().map(|r| format!("{r:.3}")).collect();
-        [
+        let mut args: Vec<String> = [
             "drive",
             "--target",
             &self.target.to_string(),
@@ -56,7 +58,11 @@ impl DriveSpec {
             &self.start_at_ms.to_string(),
         ]
         .map(String::from)
-        .to_vec()
+        .to_vec();
+        if self.throttle {
+            args.push("--throttle".into());
+        }
+        args
     }
 
     /// Parses the arguments after `drive`.
@@ -67,9 +73,14 @@ impl DriveSpec {
             duration: Duration::ZERO,
             seed: 1,
             start_at_ms: 0,
+            throttle: false,
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
+            if flag == "--throttle" {
+                spec.throttle = true;
+                continue;
+            }
             let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
             let bad = |e: &dyn std::fmt::Display| format!("{flag}: {e}");
             match flag.as_str() {
@@ -107,8 +118,13 @@ pub fn unix_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// Runs `spec` with callers configured as `client`, printing each record.
+/// Runs `spec` with callers configured as `client` (and the throttle if
+/// `spec` says so), printing each record.
 pub async fn run(spec: DriveSpec, client: ClientConfig) {
+    let client = ClientConfig {
+        throttle: spec.throttle,
+        ..client
+    };
     let wait = spec.start_at_ms.saturating_sub(unix_ms());
     tokio::time::sleep(Duration::from_millis(wait)).await;
     let lab_client = LabClient::new(spec.target, client);
@@ -201,6 +217,7 @@ fn result_token(result: AttemptResult) -> String {
         AttemptResult::Timeout => "timeout".into(),
         AttemptResult::Error => "io".into(),
         AttemptResult::HungUp => "hangup".into(),
+        AttemptResult::RefusedLocally => "local".into(),
     }
 }
 
@@ -210,6 +227,7 @@ fn parse_result(token: &str) -> Option<AttemptResult> {
         "timeout" => AttemptResult::Timeout,
         "io" => AttemptResult::Error,
         "hangup" => AttemptResult::HungUp,
+        "local" => AttemptResult::RefusedLocally,
         grpc if grpc.starts_with('g') => {
             AttemptResult::Grpc(tonic::Code::from_i32(grpc[1..].parse().ok()?))
         }
@@ -258,6 +276,7 @@ mod tests {
             duration: Duration::from_secs(3),
             seed: 9,
             start_at_ms: 1_700_000_000_000,
+            throttle: true,
         };
         let args = spec.args();
         assert_eq!(args[0], "drive");

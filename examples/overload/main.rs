@@ -82,7 +82,7 @@ const USAGE: &str = "usage:
            [--service-dist exp|constant] [--soak-secs S] [--out DIR]
   overload serve [--addr ADDR] [--policy P] [--service downstream|cpu] [--workers K]
            [--service-ms MS] [--service-dist exp|constant] [--cpu-work-ms MS] [--threads N] [--seed S]
-           [--quick] [--exit-with-stdin]
+           [--quick] [--exit-with-stdin] [--load-feedback]
 policies: none, tower@N, shed, shed@N, shadow, shadow@N (N a number, or `true`: the calibrated
           true concurrency; shadow: the shed engine in shadow mode)
 scenarios: steady, isolation, deadline, metastable, unknown-capacity, cpu-bound, capacity-drop,
@@ -110,6 +110,8 @@ enum Command {
         seed: u64,
         exit_with_stdin: bool,
         quick: bool,
+        /// A shed policy states its load on every answer.
+        load_feedback: bool,
     },
 }
 
@@ -136,6 +138,7 @@ fn parse(args: &[String], launcher: Launcher) -> Result<Command, String> {
     let mut threads = 0usize;
     let mut seed = 1u64;
     let mut exit_with_stdin = false;
+    let mut load_feedback = false;
     let mut soak_secs = SOAK_SECS;
     let mut addr: SocketAddr = ([127, 0, 0, 1], 3000).into();
     let mut out = PathBuf::from("results");
@@ -174,6 +177,7 @@ fn parse(args: &[String], launcher: Launcher) -> Result<Command, String> {
             "--threads" => threads = number(arg, value(arg)?)?,
             "--seed" => seed = number(arg, value(arg)?)?,
             "--exit-with-stdin" => exit_with_stdin = true,
+            "--load-feedback" => load_feedback = true,
             "--soak-secs" => soak_secs = number(arg, value(arg)?)?,
             "--addr" => addr = number(arg, value(arg)?)?,
             "--out" => out = value(arg)?.into(),
@@ -211,6 +215,7 @@ fn parse(args: &[String], launcher: Launcher) -> Result<Command, String> {
             seed,
             exit_with_stdin,
             quick,
+            load_feedback,
         });
     }
     let scenarios = if positional.is_empty() || positional == ["all"] {
@@ -374,12 +379,14 @@ fn cli(args: &[String], launcher: Launcher) -> u8 {
                 seed,
                 exit_with_stdin,
                 quick,
+                load_feedback,
                 ..
             } => {
                 let config = ServerConfig {
                     policy: ServerPolicy::None,
                     service,
                     seed,
+                    load_feedback,
                 };
                 serve(addr, policy, config, exit_with_stdin, quick).await
             }
@@ -552,6 +559,7 @@ mod tests {
     #[tokio::test]
     async fn the_shed_policy_serves_its_engine_stats_at_stats() {
         let config = ServerConfig {
+            load_feedback: false,
             policy: ServerPolicy::Shed(Some(3)),
             service: ServiceSpec::Downstream {
                 workers: 3,

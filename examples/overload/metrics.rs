@@ -6,7 +6,11 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use crate::{class::Class, client::LogicalRecord, work::ClassStats};
+use crate::{
+    class::Class,
+    client::{AttemptResult, LogicalRecord},
+    work::ClassStats,
+};
 
 /// A span of run time, from the run's epoch.
 #[derive(Clone, Copy, Debug)]
@@ -39,6 +43,9 @@ pub struct Summary {
     pub attempts: u64,
     /// Attempts the server turned away (429, 503, 504).
     pub shed_attempts: u64,
+    /// Tries the client's throttle refused before sending (not attempts:
+    /// nothing was sent).
+    pub local_refusals: u64,
     /// Logical requests started per second.
     pub offered_rate: f64,
     /// Successes per second (goodput).
@@ -61,7 +68,13 @@ impl Summary {
             .filter(|r| window.contains(r.start) && selected(class, r.class))
         {
             s.logical += 1;
-            s.attempts += r.attempts.len() as u64;
+            let local = r
+                .attempts
+                .iter()
+                .filter(|a| a.result == AttemptResult::RefusedLocally)
+                .count() as u64;
+            s.local_refusals += local;
+            s.attempts += r.attempts.len() as u64 - local;
             if r.success {
                 s.successes += 1;
                 latencies.push(r.latency().as_secs_f64() * 1e3);
@@ -90,6 +103,12 @@ impl Summary {
     /// Successes per logical request.
     pub fn success_ratio(&self) -> f64 {
         ratio(self.successes, self.logical)
+    }
+
+    /// Share of tries (attempts and local refusals) the client's throttle
+    /// refused.
+    pub fn local_ratio(&self) -> f64 {
+        ratio(self.local_refusals, self.attempts + self.local_refusals)
     }
 
     /// Share of attempts the server turned away.

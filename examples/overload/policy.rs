@@ -174,6 +174,7 @@ impl ServerPolicy {
     /// When the shed engine refuses its limit.
     pub fn protect(
         self,
+        load_feedback: bool,
         route: impl Fn(Class, Protocol) -> MethodRouter,
     ) -> Result<(Router, Option<Shedder>), ConfigError> {
         let plain = |wrap: &dyn Fn(Class, MethodRouter) -> MethodRouter| {
@@ -197,8 +198,13 @@ impl ServerPolicy {
                 };
                 // One ShedLayer per class route, all on one engine: the four
                 // count against one limit and each is judged at its class.
-                let router =
-                    plain(&|class, r| r.layer(ShedLayer::new(shedder.clone()).class(class.into())));
+                let router = plain(&|class, r| {
+                    r.layer(
+                        ShedLayer::new(shedder.clone())
+                            .class(class.into())
+                            .load_feedback(load_feedback),
+                    )
+                });
                 (router, Some(shedder))
             }
         })

@@ -123,6 +123,8 @@ pub struct ServerConfig {
     pub service: ServiceSpec,
     /// Seed of the service-time draws.
     pub seed: u64,
+    /// Whether a shed policy states its load on every answer (`shed-load`).
+    pub load_feedback: bool,
 }
 
 /// The shed engine's state in a sample.
@@ -494,11 +496,14 @@ impl grpc::Work for ClassWork {
 /// The whole application: the class routes under `policy`, then the
 /// unprotected `/stats` and `/admin` routes.
 fn app(
-    policy: ServerPolicy,
+    config: &ServerConfig,
     backend: &Backend,
 ) -> Result<(axum::Router, LocalControl), ServerError> {
-    let (protected, shedder) =
-        policy.protect(|class, protocol| class_route(backend, class, protocol))?;
+    let (protected, shedder) = config
+        .policy
+        .protect(config.load_feedback, |class, protocol| {
+            class_route(backend, class, protocol)
+        })?;
     let control = LocalControl {
         backend: backend.clone(),
         shedder,
@@ -551,7 +556,7 @@ impl Server {
             }
             ServiceSpec::Cpu { work } => Backend::Cpu(CpuService::new(work, CPU_SLICE)),
         };
-        let (app, control) = app(config.policy, &backend)?;
+        let (app, control) = app(config, &backend)?;
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let (shutdown, signal) = oneshot::channel::<()>();

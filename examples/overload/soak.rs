@@ -152,6 +152,7 @@ pub async fn run(
             policy: policy.resolve(cal.true_concurrency),
             service,
             seed: spec.seed,
+            load_feedback: false,
         };
         eprintln!("[soak] {policy} running {d:.0} s of load ...");
         let target = Target::start(&config, &setup.placement).await?;

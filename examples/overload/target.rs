@@ -98,6 +98,9 @@ impl Target {
                     threads.to_string(),
                 ];
                 args.extend(config.service.serve_args());
+                if config.load_feedback {
+                    args.push("--load-feedback".to_owned());
+                }
                 ChildServer::spawn(launcher, &args, *cpu)
                     .await
                     .map(|c| Target::Child(Box::new(c)))

@@ -64,6 +64,7 @@ pub async fn measure_reduced(ctx: &Ctx<'_>, setup: &Setup) -> Result<Step, Strin
         policy: ServerPolicy::None,
         service: ctx.service,
         seed: plan.seed,
+        load_feedback: false,
     };
     let target = Target::start(&config, &setup.placement).await?;
     let step = calibrate::peak_at_slowdown(

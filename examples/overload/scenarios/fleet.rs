@@ -64,16 +64,26 @@ const DEGRADED_PCT: u64 = 300;
 struct Arm {
     name: &'static str,
     policy: Policy,
+    /// The replicas state their load (`shed-load`) and the clients go
+    /// through shed's client throttle.
+    client_throttle: bool,
 }
 
-const ARMS: [Arm; 2] = [
+const ARMS: [Arm; 3] = [
     Arm {
         name: "none",
         policy: Policy::None,
+        client_throttle: false,
     },
     Arm {
         name: "shed on servers",
         policy: Policy::Shed(None),
+        client_throttle: false,
+    },
+    Arm {
+        name: "shed on servers and clients",
+        policy: Policy::Shed(None),
+        client_throttle: true,
     },
 ];
 
@@ -208,7 +218,7 @@ pub async fn run(lab: &Lab, calibrations: &mut Calibrations) -> Result<ScenarioR
         ),
         &[
             "policy", "offered/s", "goodput/s", "of cap", "success", "interactive", "attempts/req",
-            "refused by a server", "p99 ms", "failed attempts",
+            "refused locally", "refused by a server", "p99 ms", "failed attempts",
             "r2 share reached before/degraded/after", "r2 share finished before/degraded/after",
         ],
     );
@@ -242,6 +252,7 @@ pub async fn run(lab: &Lab, calibrations: &mut Calibrations) -> Result<ScenarioR
             pct(s.success_ratio(), 1),
             pct(interactive.success_ratio(), 1),
             num(s.amplification(), 2),
+            pct(s.local_ratio(), 1),
             pct(s.shed_ratio(), 1),
             num(s.p99_ms, 0),
             s.failures_label(),
@@ -339,6 +350,7 @@ async fn run_arm(
             policy: arm.policy.resolve(0),
             service,
             seed: seed * 10 + r as u64,
+            load_feedback: arm.client_throttle,
         };
         replicas.push(Target::start(&config, placement).await?);
     }
@@ -355,6 +367,7 @@ async fn run_arm(
             duration: total,
             seed: seed * 100 + c as u64,
             start_at_ms,
+            throttle: arm.client_throttle,
         };
         clients.push(spawn_client(lab, &spec)?);
     }

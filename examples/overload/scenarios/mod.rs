@@ -309,6 +309,7 @@ impl Calibrations {
             policy: ServerPolicy::None,
             service,
             seed: plan.seed,
+            load_feedback: false,
         };
         let target = Target::start(&config, &setup.placement).await?;
         eprintln!("[calibrate] {key}");
@@ -363,6 +364,7 @@ async fn run_trials(
                 policy: policy.resolve(ctx.cal.true_concurrency),
                 service: ctx.service,
                 seed: spec.seed,
+                load_feedback: false,
             };
             eprintln!(
                 "[{scenario}] {policy:<10} {:<6} running {:.0} s of load ...",
