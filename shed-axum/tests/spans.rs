@@ -4,49 +4,15 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-
 use axum::routing::get;
 use axum::Router;
-use common::{get_with, shedder, text};
+use common::{get_with, shedder, text, Lines};
 use shed_axum::ShedLayer;
 use tower::ServiceExt;
 
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Lines {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Lines {
-    /// Captures this thread's `info` and above, plain text, until the
-    /// guard is dropped.
-    fn capture() -> (Lines, tracing::subscriber::DefaultGuard) {
-        let lines = Lines::default();
-        let writer = lines.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::INFO)
-            .finish();
-        (lines, tracing::subscriber::set_default(subscriber))
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn the_handlers_events_nest_in_the_admitted_requests_span() {
-    let (lines, _default) = Lines::capture();
+    let (lines, _default) = Lines::capture(tracing::Level::INFO);
 
     let app = Router::new()
         .route(
@@ -76,7 +42,7 @@ async fn the_handlers_events_nest_in_the_admitted_requests_span() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn work_an_inner_service_does_in_call_is_in_the_span_too() {
-    let (lines, _default) = Lines::capture();
+    let (lines, _default) = Lines::capture(tracing::Level::INFO);
 
     // A tower service that starts its work in `call`, before its future.
     let inner = tower::service_fn(|_request: http::Request<axum::body::Body>| {

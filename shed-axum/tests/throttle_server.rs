@@ -5,12 +5,11 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 
 use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
-use common::full_shedder;
+use common::{full_shedder, Lines};
 use http::{Request, StatusCode};
 use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
@@ -86,29 +85,9 @@ async fn a_server_that_says_nothing_is_throttled_when_it_refuses() {
     assert_eq!(throttle.stats().refused_throttled, 8);
 }
 
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Lines {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn a_local_refusal_is_traced() {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (lines, _default) = Lines::capture(tracing::Level::DEBUG);
     let (shedder, _busy) = full_shedder();
     let app = Router::new()
         .route("/", get(|| async { "served" }))
@@ -117,7 +96,7 @@ async fn a_local_refusal_is_traced() {
 
     send(&throttle(), addr, 3).await;
 
-    let logged = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let logged = lines.text();
     let line = logged
         .lines()
         .find(|line| line.contains("refused locally"))

@@ -172,3 +172,38 @@ pub fn endless_handler(
         }
     })
 }
+
+/// What `tracing` wrote on this thread while a [`Lines::capture`] guard
+/// lived, as plain text.
+#[derive(Clone, Default)]
+pub struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Lines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Lines {
+    /// Captures this thread's events at `level` and above, plain text,
+    /// until the guard is dropped.
+    pub fn capture(level: tracing::Level) -> (Lines, tracing::subscriber::DefaultGuard) {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(level)
+            .finish();
+        (lines, tracing::subscriber::set_default(subscriber))
+    }
+
+    /// Everything captured so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
