@@ -3,6 +3,7 @@
 //! [`ShedLayer::load_feedback`](crate::ShedLayer::load_feedback)).
 
 use std::cell::RefCell;
+use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use shed_core::wire::{format_load_report, LoadReport, LOAD_HEADER};
@@ -33,27 +34,45 @@ impl LoadFeedback {
     }
 }
 
+/// How long a thread may repeat a value whose counts (in flight, limit,
+/// queued) have since moved, as long as the level it states has not.
+const COUNTS_FRESH_FOR: Duration = Duration::from_millis(10);
+
+/// The last value a thread wrote.
+struct Written {
+    report: LoadReport,
+    value: HeaderValue,
+    at: Instant,
+}
+
 thread_local! {
-    /// The last value this thread wrote, and the state it says.
-    static LAST_WRITTEN: RefCell<Option<(LoadReport, HeaderValue)>> = const { RefCell::new(None) };
+    static LAST_WRITTEN: RefCell<Option<Written>> = const { RefCell::new(None) };
 }
 
 /// `report` as a header value. An `http` header value owns its bytes, so a
-/// new one allocates; under overload one state is reported to many answers
-/// in a row (the refusals of a burst), so each thread keeps the last value
-/// it wrote and hands out clones of it (a reference count, no allocation)
-/// while the state is unchanged.
+/// new one allocates. Each thread keeps the last value it wrote and hands
+/// out clones of it (a reference count, no allocation) while the level it
+/// states is the level now and its counts are either unchanged or under
+/// [`COUNTS_FRESH_FOR`] old: in an overload the counts move with every
+/// request, and a value per refusal would allocate on every refusal, where
+/// this allocates at most once per thread per 10 ms, whatever the rate of
+/// refusals. The level, what callers act on, is always the level now.
 fn header_value(report: LoadReport) -> HeaderValue {
     LAST_WRITTEN.with(|last| {
         let mut last = last.borrow_mut();
-        if let Some((written, value)) = &*last {
-            if *written == report {
-                return value.clone();
+        if let Some(written) = &*last {
+            let same_level = written.report.level == report.level;
+            if written.report == report || (same_level && written.at.elapsed() < COUNTS_FRESH_FOR) {
+                return written.value.clone();
             }
         }
         let value = HeaderValue::from_str(format_load_report(&report).as_str())
             .expect("names, digits, commas and spaces are always a valid header value");
-        *last = Some((report, value.clone()));
+        *last = Some(Written {
+            report,
+            value: value.clone(),
+            at: Instant::now(),
+        });
         value
     })
 }
@@ -74,17 +93,18 @@ mod tests {
     }
 
     #[test]
-    fn a_changed_state_is_written_anew() {
-        let idle = LoadReport {
+    fn a_changed_level_is_written_anew_at_once() {
+        let calm = LoadReport {
             limit: 8,
             ..LoadReport::default()
         };
-        let busy = LoadReport {
+        let shedding = LoadReport {
+            level: shed_core::Level::new(128),
             in_flight: 8,
-            ..idle
+            ..calm
         };
-        assert_eq!(header_value(idle), header_value(idle));
-        let read = wire::load_report(header_value(busy).as_bytes());
-        assert_eq!(read, Some(busy));
+        assert_eq!(header_value(calm), header_value(calm));
+        let read = wire::load_report(header_value(shedding).as_bytes());
+        assert_eq!(read, Some(shedding));
     }
 }

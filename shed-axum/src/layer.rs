@@ -393,8 +393,10 @@ impl ShedLayer {
     /// (trailers-only answers, whose head is their trailers); a gRPC call
     /// the handler answers carries it in its trailers, written as they
     /// pass, so it says the state at the end of the call. The state is read
-    /// without a lock, and refusals in a burst share one header value, so
-    /// the reject path allocates nothing for it while the state holds.
+    /// without a lock. Each thread repeats its last header value while the
+    /// level it states holds and its counts are under 10 ms old, so writing
+    /// it allocates at most once per thread per 10 ms, whatever the rate of
+    /// refusals; a changed level is written at once.
     ///
     /// Turn it on where the callers are trusted: services called by other
     /// services of one fleet, behind a proxy that strips `shed-load` from
