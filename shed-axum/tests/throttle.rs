@@ -499,7 +499,7 @@ fn retrying_client(
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_original_refused_locally_spends_no_retry_budget() {
+async fn an_original_refused_locally_neither_spends_nor_earns_retry_budget() {
     let clock = ManualClock::new();
     let throttle = throttle(&clock);
     let replicas = Replicas::default();
@@ -523,9 +523,10 @@ async fn an_original_refused_locally_spends_no_retry_budget() {
     assert!(refused.extensions().get::<RefusedLocally>().is_some());
     assert_eq!(retrier.stats().retries(), 0);
     assert_eq!(retrier.stats().total_denials(), 0);
-    assert!(
-        retrier.budget().balance_tenths() >= balance,
-        "nothing spent"
+    assert_eq!(
+        retrier.budget().balance_tenths(),
+        balance,
+        "nothing spent, and no tenth earned for an original never sent"
     );
     assert_eq!(replicas.received("a:80"), 1);
 }
@@ -642,4 +643,58 @@ async fn a_report_in_a_grpc_calls_trailers_is_read() {
     assert_eq!(refused.headers()["grpc-status"], "8");
     assert_eq!(refused.headers()["grpc-retry-pushback-ms"], "1000");
     assert!(refused.extensions().get::<RefusedLocally>().is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_a_transport_error_refused_locally_gets_its_credit_back() {
+    let clock = ManualClock::new();
+    let throttle = throttle(&clock);
+    // The first call is answered with a report that every retry is shed;
+    // the second fails in transport, and its retry meets the throttle.
+    let calls = Arc::new(Mutex::new(0u32));
+    let seen = Arc::clone(&calls);
+    let replica = service_fn(move |_request: Request<String>| {
+        let call = {
+            let mut calls = seen.lock().unwrap();
+            *calls += 1;
+            *calls
+        };
+        async move {
+            if call == 1 {
+                let answer = Response::builder()
+                    .header("shed-load", SHEDS_BELOW_INTERACTIVE)
+                    .body(String::new())
+                    .unwrap();
+                Ok(answer)
+            } else {
+                Err(std::io::Error::from(std::io::ErrorKind::ConnectionRefused))
+            }
+        }
+    });
+    let retrier = Retrier::builder().jitter(|| 0.0).build().unwrap();
+    let client = ServiceBuilder::new()
+        .layer(ShedRetryLayer::new(retrier.clone()).classify_errors(|_: &std::io::Error| true))
+        .layer(throttle.clone())
+        .service(replica);
+
+    let answer = client
+        .clone()
+        .oneshot(request("a:80", Class::Interactive))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(retrier.budget().balance_tenths(), 21);
+
+    let refused = client
+        .oneshot(request("a:80", Class::Interactive))
+        .await
+        .unwrap();
+    assert!(refused.extensions().get::<RefusedLocally>().is_some());
+    assert_eq!(*calls.lock().unwrap(), 2, "the retry was never sent");
+    assert_eq!(retrier.stats().retries(), 1, "granted, then refused here");
+    assert_eq!(
+        retrier.budget().balance_tenths(),
+        22,
+        "21 + 1 earned by the second original, the retry's 10 given back"
+    );
 }

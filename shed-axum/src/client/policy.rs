@@ -112,7 +112,12 @@ where
         let session = self.session.as_mut()?;
         if let Ok(response) = result {
             if response.extensions().get::<RefusedLocally>().is_some() {
-                // Never sent: the throttle below counted it; nothing to spend.
+                // Never sent: the throttle below counted it. What this
+                // attempt earned or spent goes back: an original earns no
+                // tenth, and a retry granted after a transport error (with
+                // no answer to ask the throttle through first) gets its
+                // credit back.
+                self.retrier.unsent(&session.op);
                 return None;
             }
         }

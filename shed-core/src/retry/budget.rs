@@ -124,13 +124,7 @@ impl RetryBudget {
     /// assert_eq!(budget.balance_tenths(), 1);
     /// ```
     pub fn deposit(&self) {
-        let cap = self.cap;
-        // The closure never returns `None`, so the update cannot fail.
-        let _ = self
-            .balance
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |balance| {
-                Some(balance.saturating_add(EARN_TENTHS).min(cap))
-            });
+        self.credit(EARN_TENTHS);
     }
 
     /// Spends ten tenths for one retry if the balance holds them;
@@ -151,6 +145,33 @@ impl RetryBudget {
                 balance.checked_sub(RETRY_COST_TENTHS)
             })
             .is_ok()
+    }
+
+    /// Gives back the ten tenths of a retry that was granted and then never
+    /// sent, up to the cap.
+    pub(super) fn refund(&self) {
+        self.credit(RETRY_COST_TENTHS);
+    }
+
+    /// Takes back the tenth an original earned when it turned out never to
+    /// be sent, if the balance still holds it (a tenth already spent stays
+    /// spent: the bound counts it as earned).
+    pub(super) fn take_back_earning(&self) {
+        let _ = self
+            .balance
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |balance| {
+                balance.checked_sub(EARN_TENTHS)
+            });
+    }
+
+    fn credit(&self, tenths: u64) {
+        let cap = self.cap;
+        // The closure never returns `None`, so the update cannot fail.
+        let _ = self
+            .balance
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |balance| {
+                Some(balance.saturating_add(tenths).min(cap))
+            });
     }
 
     /// The current balance in tenths of a retry (a snapshot).

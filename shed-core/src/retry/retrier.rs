@@ -158,6 +158,42 @@ impl Retrier {
         Operation::new(replay, self.inner.settings.deadline)
     }
 
+    /// The latest attempt of `op` was never sent: a client-side throttle
+    /// refused it before it left. What that attempt did to the budget is
+    /// undone, so attempts that reach no server neither earn nor spend
+    /// retries: an original's tenth is taken back (if the balance still
+    /// holds it), a granted retry's credit given back (up to the cap). The
+    /// counters in [`stats`](Self::stats) keep the original begun and the
+    /// retry granted.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shed_core::retry::{AttemptOutcome, Decision, Pushback, Replay, Retrier};
+    ///
+    /// let retrier = Retrier::builder().jitter(|| 0.0).build()?;
+    /// let mut op = retrier.begin(Replay::Safe);
+    /// assert_eq!(retrier.budget().balance_tenths(), 21);
+    /// let decision = retrier.decide(&mut op, AttemptOutcome::ConnectError, Pushback::Absent, Duration::ZERO);
+    /// assert!(matches!(decision, Decision::Retry { attempt: 2, .. }));
+    /// assert_eq!(retrier.budget().balance_tenths(), 11);
+    /// // The retry was refused on its way out: its credit comes back.
+    /// retrier.unsent(&op);
+    /// assert_eq!(retrier.budget().balance_tenths(), 21);
+    ///
+    /// // An original refused on its way out earns nothing.
+    /// let op = retrier.begin(Replay::Safe);
+    /// retrier.unsent(&op);
+    /// assert_eq!(retrier.budget().balance_tenths(), 21);
+    /// # Ok::<(), shed_core::ConfigError>(())
+    /// ```
+    pub fn unsent(&self, op: &Operation) {
+        if op.attempt() <= 1 {
+            self.inner.budget.take_back_earning();
+        } else {
+            self.inner.budget.refund();
+        }
+    }
+
     /// Decides what follows the latest attempt of `op`, which ended with
     /// `outcome` and `pushback` at `now` (time since the original was sent).
     ///

@@ -163,10 +163,11 @@ const DEFAULT_MULTIPLIER: f64 = 2.0;
 /// How local refusals meet the retry budget:
 ///
 /// - The retry policy stops at an answer marked [`RefusedLocally`](super::RefusedLocally) without
-///   asking its retrier: nothing is spent, and no denial is counted (the
-///   throttle counts the refusal). The original had begun its operation
-///   before it reached the throttle, so it earned its tenth of a retry as
-///   if it had been sent.
+///   asking its retrier for a retry, and no denial is counted (the
+///   throttle counts the refusal). An original refused here had begun its
+///   operation, and earned its tenth of a retry, before it reached the
+///   throttle: the policy takes the tenth back
+///   ([`Retrier::unsent`](shed_core::retry::Retrier::unsent)).
 /// - The retrier takes a retry's credit when it grants the retry, before
 ///   the retry is sent. So the policy asks the throttle first: the throttle
 ///   puts a way back to itself on each failed answer it passes up, and the
@@ -176,7 +177,8 @@ const DEFAULT_MULTIPLIER: f64 = 2.0;
 ///   through there is not judged again when it is sent.
 /// - A transport error is not an answer, so it carries no way back: a
 ///   retry after one is judged when it is sent, after the retrier took its
-///   credit. If the throttle refuses it then, that credit is spent.
+///   credit. If the throttle refuses it then, the policy gives the credit
+///   back ([`Retrier::unsent`](shed_core::retry::Retrier::unsent)).
 ///
 /// Outside the retry layer, the throttle would judge only originals (the
 /// retries happen below it), so it could not shed the retries a replica
