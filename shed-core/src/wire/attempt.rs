@@ -1,6 +1,6 @@
 //! Retry markers: attempt numbers and retry counts sent by clients.
 
-use super::number::at_most;
+use super::number::{at_most, trim_ows};
 
 /// Reads a count (`shed-attempt`, `grpc-previous-rpc-attempts`,
 /// `x-envoy-attempt-count`, `x-stainless-retry-count`): 1 to 9 ASCII
@@ -59,17 +59,6 @@ pub fn amz_sdk_attempt(value: &[u8]) -> Option<u32> {
         }
     }
     found
-}
-
-/// `text` without the optional whitespace (spaces and tabs) around it.
-fn trim_ows(mut text: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = text {
-        text = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = text {
-        text = rest;
-    }
-    text
 }
 
 #[cfg(test)]

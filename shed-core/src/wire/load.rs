@@ -5,6 +5,7 @@
 use std::fmt;
 
 use super::attempt::count;
+use super::number::trim_ows;
 use crate::{Cohort, Level, Rank};
 
 /// The largest count [`format_load_report`] writes: nine digits, the most
@@ -140,17 +141,6 @@ fn is_key(key: &[u8]) -> bool {
         }
         [] => false,
     }
-}
-
-/// `text` without the spaces and tabs around it.
-fn trim_ows(mut text: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = text {
-        text = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = text {
-        text = rest;
-    }
-    text
 }
 
 /// Writes `report` as a `shed-load` value, in the one form

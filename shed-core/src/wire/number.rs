@@ -35,6 +35,18 @@ pub(crate) fn at_most(value: &[u8], max_digits: usize) -> Option<u64> {
     }
 }
 
+/// `text` without the optional whitespace (RFC 9110's OWS: spaces and
+/// tabs) around it.
+pub(crate) fn trim_ows(mut text: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = text {
+        text = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = text {
+        text = rest;
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
