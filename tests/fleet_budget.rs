@@ -222,6 +222,7 @@ async fn own_budgets_and_a_restart_stay_within_the_fleet_bound_in_an_outage() {
     let initial = RetryBudget::default().initial_tenths() / 10;
     // A <= O + N * I + S * I + floor(O / 10)
     let bound = originals + CLIENTS * initial + RESTARTS * initial + originals / 10;
+    println!("own budgets: {attempts} attempts for {originals} originals, bound {bound}");
     assert!(attempts <= bound, "{attempts} attempts, bound {bound}");
     assert!(
         attempts > originals,
@@ -252,6 +253,7 @@ async fn fleet_shares_and_a_restart_stay_within_the_stated_fleet_budget_in_an_ou
         .initial_tenths();
     // A <= O + I_F + floor((S * s + O) / 10)
     let bound = originals + u64::from(FLEET_INITIAL) + (RESTARTS * share_tenths + originals) / 10;
+    println!("fleet shares: {attempts} attempts for {originals} originals, bound {bound}");
     assert!(attempts <= bound, "{attempts} attempts, bound {bound}");
     assert!(
         attempts > originals,
