@@ -2,7 +2,7 @@
 //! answer: shared by the service and by the retry policy's gate.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use http::{HeaderMap, Request, Response, StatusCode};
 use parking_lot::Mutex;
@@ -48,9 +48,14 @@ pub(super) struct Verdict {
 }
 
 impl Throttle {
-    /// The request's replica, class, attempt and protocol; `None` when the
-    /// throttle has no room for its replica.
-    pub(super) fn call_of<B>(&self, request: &Request<B>) -> Option<Call> {
+    /// The throttle's clock now: read once per request sent through it.
+    pub(super) fn now(&self) -> Instant {
+        self.config.clock.now()
+    }
+
+    /// The request's replica, class, attempt and protocol, at `now`; `None`
+    /// when the throttle has no room for its replica.
+    pub(super) fn call_of<B>(&self, request: &Request<B>, now: Instant) -> Option<Call> {
         let head = RequestHead::of(request);
         let classification = self.config.rules.classify(&head);
         let class = request
@@ -59,7 +64,6 @@ impl Throttle {
             .copied()
             .unwrap_or(classification.class());
         let key = request.uri().authority().cloned();
-        let now = self.config.clock.now();
         let replica = self.state.replicas.get(&key, now, self.config.window)?;
         Some(Call {
             replica,
@@ -73,13 +77,51 @@ impl Throttle {
     /// Whether `call`, as attempt `attempt`, is refused here; counted and
     /// traced if so.
     pub(super) fn judge(&self, call: &Call, attempt: u32) -> Option<Verdict> {
-        let rank = Rank::of(call.class, attempt);
-        let now = self.config.clock.now();
-        let draw = self.config.random.unit();
         let mut replica = call.replica.lock();
-        let reason = replica.judge(rank, now, draw, self.config.multiplier)?;
-        let retry_after = replica.retry_after(rank, now, self.config.window);
+        let verdict = self.judge_locked(&mut replica, call, attempt, self.now());
         drop(replica);
+        verdict.inspect(|verdict| self.refused(call, attempt, verdict))
+    }
+
+    /// Judges `call` on its way out at `now` and counts it: refused here
+    /// (counted and traced), or sent to its replica. One lock of the
+    /// replica for both.
+    pub(super) fn judge_to_send(&self, call: &Call, now: Instant) -> Option<Verdict> {
+        let mut replica = call.replica.lock();
+        let verdict = self.judge_locked(&mut replica, call, call.attempt, now);
+        if verdict.is_none() {
+            replica.sent(now);
+        }
+        drop(replica);
+        match verdict {
+            Some(verdict) => self.refused(call, call.attempt, &verdict),
+            None => self.state.counters.count_sent(),
+        }
+        verdict
+    }
+
+    fn judge_locked(
+        &self,
+        replica: &mut Replica,
+        call: &Call,
+        attempt: u32,
+        now: Instant,
+    ) -> Option<Verdict> {
+        let rank = Rank::of(call.class, attempt);
+        let draw = self.config.random.unit();
+        let reason = replica.judge(rank, now, draw, self.config.multiplier)?;
+        Some(Verdict {
+            reason,
+            retry_after: replica.retry_after(rank, now, self.config.window),
+        })
+    }
+
+    /// Counts and traces a local refusal.
+    fn refused(&self, call: &Call, attempt: u32, verdict: &Verdict) {
+        let Verdict {
+            reason,
+            retry_after,
+        } = *verdict;
         self.state.counters.count_refused(reason);
         tracing::debug!(
             target: "shed",
@@ -90,18 +132,14 @@ impl Throttle {
             retry_after_ms = retry_after.as_millis() as u64,
             "refused locally"
         );
-        Some(Verdict {
-            reason,
-            retry_after,
-        })
     }
 
-    /// Counts a request sent, to `call`'s replica if the throttle keeps
-    /// one for it.
-    pub(super) fn count_sent(&self, call: Option<&Call>) {
+    /// Counts a request sent at `now`, to `call`'s replica if the throttle
+    /// keeps one for it.
+    pub(super) fn count_sent(&self, call: Option<&Call>, now: Instant) {
         self.state.counters.count_sent();
         if let Some(call) = call {
-            call.replica.lock().sent(self.config.clock.now());
+            call.replica.lock().sent(now);
         }
     }
 

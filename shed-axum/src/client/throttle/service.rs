@@ -69,24 +69,24 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        let Some(call) = self.throttle.call_of(&request) else {
-            self.throttle.count_sent(None);
+        let now = self.throttle.now();
+        let Some(call) = self.throttle.call_of(&request, now) else {
+            self.throttle.count_sent(None, now);
             return ThrottleFuture::sent(self.inner.call(request), None);
         };
-        // A retry the retry policy asked about has been judged already.
-        if request.extensions().get::<JudgedByGate>().is_none() {
-            if let Some(verdict) = self.throttle.judge(&call, call.attempt) {
-                let answer = refusal(
-                    verdict.reason,
-                    verdict.retry_after,
-                    call.class,
-                    call.attempt,
-                    call.grpc,
-                );
-                return ThrottleFuture::refused(answer);
-            }
+        if request.extensions().get::<JudgedByGate>().is_some() {
+            // A retry the retry policy asked about has been judged already.
+            self.throttle.count_sent(Some(&call), now);
+        } else if let Some(verdict) = self.throttle.judge_to_send(&call, now) {
+            let answer = refusal(
+                verdict.reason,
+                verdict.retry_after,
+                call.class,
+                call.attempt,
+                call.grpc,
+            );
+            return ThrottleFuture::refused(answer);
         }
-        self.throttle.count_sent(Some(&call));
         let tracker = Tracker {
             throttle: self.throttle.clone(),
             call,
