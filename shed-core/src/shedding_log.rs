@@ -101,6 +101,17 @@ mod tests {
         }
     }
 
+    /// Keeps a second dispatcher registered for the rest of the process, so a
+    /// scoped capture cannot miss an event to another test thread: `tracing`
+    /// caches once per process whether a callsite is wanted, and with a single
+    /// dispatcher registered it asks only the default of the thread that first
+    /// reaches the callsite (a test thread with none caches "never"). With two
+    /// or more registered, it asks every registered dispatcher.
+    fn keep_two_dispatchers_registered() {
+        static PIN: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+        PIN.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
+    }
+
     /// The lines `observe` logged, for levels seen at the given seconds.
     fn logged(levels: &[(u64, Level)]) -> Vec<String> {
         #[derive(Clone, Default)]
@@ -114,6 +125,7 @@ mod tests {
                 Ok(())
             }
         }
+        keep_two_dispatchers_registered();
         let lines = Lines::default();
         let writer = lines.clone();
         let subscriber = tracing_subscriber::fmt()

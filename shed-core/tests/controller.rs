@@ -409,6 +409,17 @@ fn an_excess_of_a_tenth_is_overload_at_2000_requests_a_second_but_not_at_100() {
     assert!(highest_level_at(20, 2_200) > Level::NONE);
 }
 
+/// Keeps a second dispatcher registered for the rest of the process, so a
+/// scoped capture cannot miss an event to another test thread: `tracing`
+/// caches once per process whether a callsite is wanted, and with a single
+/// dispatcher registered it asks only the default of the thread that first
+/// reaches the callsite (a test thread with none caches "never"). With two
+/// or more registered, it asks every registered dispatcher.
+fn keep_two_dispatchers_registered() {
+    static PIN: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+    PIN.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
+}
+
 /// Runs `body` with a subscriber that keeps the `warn` lines; returns them.
 fn warnings_of(body: impl FnOnce()) -> Vec<String> {
     use std::sync::{Arc, Mutex};
@@ -425,6 +436,7 @@ fn warnings_of(body: impl FnOnce()) -> Vec<String> {
         }
     }
 
+    keep_two_dispatchers_registered();
     let lines = Lines::default();
     let writer = lines.clone();
     let subscriber = tracing_subscriber::fmt()

@@ -173,6 +173,20 @@ pub fn endless_handler(
     })
 }
 
+/// Keeps a second dispatcher registered for the rest of the process, so a
+/// scoped capture cannot miss an event to another test thread.
+///
+/// `tracing` caches whether a callsite is wanted, once per process, when the
+/// first thread reaches it. With one dispatcher registered that answer is
+/// taken from the reaching thread's default only: a test thread with no
+/// subscriber would cache "never" and silence the callsite for the thread
+/// that is capturing. With two or more registered, every registered
+/// dispatcher is asked, the capturing one included.
+fn keep_two_dispatchers_registered() {
+    static PIN: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+    PIN.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
+}
+
 /// What `tracing` wrote on this thread while a [`Lines::capture`] guard
 /// lived, as plain text.
 #[derive(Clone, Default)]
@@ -192,6 +206,7 @@ impl Lines {
     /// Captures this thread's events at `level` and above, plain text,
     /// until the guard is dropped.
     pub fn capture(level: tracing::Level) -> (Lines, tracing::subscriber::DefaultGuard) {
+        keep_two_dispatchers_registered();
         let lines = Lines::default();
         let writer = lines.clone();
         let subscriber = tracing_subscriber::fmt()
