@@ -81,10 +81,13 @@
 //!   the ceiling or higher: that replaces the belief, and the next refresh
 //!   comes soon to look further.
 //!
-//! One probe's knee is off by a tenth or more, so probes that agree are
-//! averaged; one that disagrees replaces the belief when there was evidence
-//! of a change, and only nudges it on a periodic refresh. Baseline and knee
-//! are judged apart: a service three times slower keeps its knee.
+//! One probe's knee is off by a tenth or more, and now and then by a third
+//! (a patch of short jobs reads the knee and the baseline low together), so
+//! the belief is the mean of the last five readings less the highest and
+//! the lowest, and a reading that disagrees with it calls for another soon.
+//! Baseline and knee are judged apart: a service three times slower keeps
+//! its knee, and its new baseline, found after evidence of a change,
+//! replaces the old readings at once.
 //!
 //! Probes run when hold times inflate well past the baseline for two rounds
 //! (a queue inside, or a service that got slower: the probe tells which),
@@ -98,8 +101,15 @@
 //! delivers, a refresh read the knee as the limit itself, and a knee read
 //! low stayed low. Its probe then cuts a third below where the limit
 //! stood (the knee is roughly known: a shallow cut reads it as well and
-//! costs less), its answer is averaged in, and the limit goes back where
-//! it stood, moved as much as the knee moved.
+//! costs less), its answer is taken in, and the limit goes back where it
+//! stood, moved as much as the knee moved.
+//!
+//! The raised round also tells, by itself, whether a limit the knee's
+//! floor holds up stands below the knee: if it delivers clearly more than
+//! that limit did, the knee and the baseline were read low, and the raised
+//! limit is kept. That needs no probe, so it runs on the refresh schedule
+//! even when the load does not hold the service full (at 1x load, where a
+//! knee read a slot low costs an eighth of the throughput).
 //!
 //! A service that got three times slower but still runs `K` requests at
 //! once keeps its limit: the probe finds throughput falling at `K / 2` and
@@ -128,9 +138,11 @@
 use std::time::Duration;
 
 mod measures;
+mod readings;
 
 pub(crate) use measures::IntervalSamples;
-use measures::{mean, Signal, Streak, Throughput};
+use measures::{mean, Pooled, Signal, Streak, Throughput};
+use readings::Readings;
 
 /// The algorithm's settings, validated by the builder.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -200,9 +212,11 @@ const THROUGHPUT_CLEARLY_HELD: f64 = 0.9;
 const AT_THE_KNEE: f64 = 1.1;
 /// Hold times below this share of the baseline mean the service got faster.
 const FASTER: f64 = 0.75;
-/// Two knees (or baselines) within this ratio of each other agree and are
-/// averaged; further apart, the newer replaces the older after evidence of
-/// a change, and nudges it on a refresh.
+/// A knee (or baseline) reading within this ratio of the belief agrees with
+/// it. A baseline that does not, read after evidence of a change, replaces
+/// the readings before it (the service changed); any other reading that
+/// does not agree is one of the five the belief is taken from, and calls
+/// for a second opinion soon.
 const CONSISTENT: (f64, f64) = (0.7, 1.4);
 /// A new epoch is settled once its own permits make up this share of all
 /// released ones in an interval: the permits admitted under the old limit
@@ -211,10 +225,6 @@ const CONSISTENT: (f64, f64) = (0.7, 1.4);
 const SETTLED_SHARE: f64 = 0.9;
 /// The same in slow start.
 const SETTLED_SHARE_SLOW_START: f64 = 0.75;
-/// The least weight a new probe's knee and baseline get in the running
-/// average of those that agree (and the weight of a refresh that does not):
-/// one probe's measurement varies by a tenth or more.
-const REFRESH_WEIGHT: f64 = 0.25;
 /// The share of released permits handed straight to a waiter above which a
 /// round counts as fed: the service was kept full. At 90% of a service's
 /// capacity about 60% are, under overload nearly all.
@@ -240,6 +250,20 @@ const NO_SLOWER: f64 = 1.3;
 /// and one read lower is raised by this much at least. The round costs some
 /// latency (a third more hold time, for a knee read right), not throughput.
 const RAISE: f64 = 1.25;
+/// A raised round whose throughput grew by at least this share of the
+/// raise (in slots) over what the limit in force delivered shows that limit
+/// below the knee. A raise from 7 to 9 on a knee of 8 grows throughput by
+/// 14%, half the raise. A raised round of 128 permits and the 256 or more
+/// it is held against vary by about a tenth together, so a round that
+/// reads a tenth more (a third of the raise there) goes on for as long
+/// again before it is believed.
+const RAISE_GREW: f64 = 0.35;
+/// The least limit a raised round looks above for a knee read low (see
+/// [`Estimator::can_compare`]).
+const MIN_RAISED_FROM: f64 = 3.0;
+/// Fewest released permits of the limit in force a raised round is held
+/// against: fewer, and the comparison is left to the probe.
+const RAISED_AGAINST: u64 = 256;
 /// Rounds in a row with inflated (or fallen) hold times that call for a
 /// probe.
 const SIGNAL_ROUNDS: u32 = 2;
@@ -273,8 +297,17 @@ enum Phase {
     Probing { probe: Probe, from: f64 },
     /// A refresh first raises the limit from `from` for a round, so that
     /// the throughput its probe is held against is measured above the knee
-    /// even when the limit in force lies below it.
-    Raising { from: f64 },
+    /// even when the limit in force lies below it. `at_limit` is what the
+    /// limit in force delivered before; `probe_after`, whether the load was
+    /// seen to hold the service full (only then may the probe follow);
+    /// `extended`, whether the round was found to deliver more and goes on
+    /// for as long again to make sure.
+    Raising {
+        from: f64,
+        at_limit: Pooled,
+        probe_after: bool,
+        extended: bool,
+    },
 }
 
 /// Why a probe runs.
@@ -346,8 +379,11 @@ pub(crate) struct Estimator {
     /// Rounds between refresh probes: growing fourfold up to
     /// `refresh_rounds`.
     refresh_after: u32,
-    /// Probes in a row whose knees agreed, averaged into the belief.
-    agreeing: u32,
+    /// The last probes' knees: the belief is their trimmed mean.
+    knees: Readings,
+    /// The last clean baselines the probes measured: the belief is their
+    /// trimmed mean.
+    baselines: Readings,
     probes: u64,
     back_offs: u64,
     /// Back-offs in a row: no round between them got as far as judging its
@@ -362,6 +398,12 @@ pub(crate) struct Estimator {
     /// Once slow start's throughput stopped growing: its fed rounds since,
     /// pooled (the limit stays where it is until the probe).
     plateau: Option<Throughput>,
+    /// Fed steady rounds since the last raised round.
+    rounds_since_raise: u32,
+    /// The fed steady rounds since the limit last changed by a decision
+    /// (not by the headroom's steps of a slot), pooled: a refresh's raised
+    /// round is held against what they delivered.
+    at_limit: Pooled,
 }
 
 impl Estimator {
@@ -388,13 +430,16 @@ impl Estimator {
             full_for: 0,
             overload_seen: false,
             refresh_after: FIRST_REFRESH.min(settings.refresh_rounds),
-            agreeing: 0,
+            knees: Readings::default(),
+            baselines: Readings::default(),
             probes: 0,
             back_offs: 0,
             back_offs_in_a_row: 0,
             slow_start_pool: (0, 0),
             slow_start_rate: None,
             plateau: None,
+            at_limit: Pooled::default(),
+            rounds_since_raise: 0,
             settings,
         }
     }
@@ -415,7 +460,7 @@ impl Estimator {
     /// during a probe, the one it cut from.
     fn sustained_estimate(&self) -> f64 {
         match self.phase {
-            Phase::Probing { from, .. } | Phase::Raising { from } => from,
+            Phase::Probing { from, .. } | Phase::Raising { from, .. } => from,
             _ => self.limit,
         }
     }
@@ -424,6 +469,7 @@ impl Estimator {
     pub(crate) fn set_limit(&mut self, limit: u32) {
         self.limit = f64::from(limit.clamp(self.settings.min, self.settings.max));
         self.knee = None;
+        self.knees.clear();
         if matches!(self.phase, Phase::Probing { .. } | Phase::Raising { .. }) {
             self.phase = Phase::Steady;
         }
@@ -513,9 +559,16 @@ impl Estimator {
             Phase::Steady => (8 * limit).clamp(ROUND_SAMPLES_AT_LEAST, full),
             // A probe's round sets the baseline and the knee for a long
             // while: twice the full count, fewer only at tiny limits. A
-            // refresh's raised round costs no throughput: twice the count.
+            // refresh's raised round costs no throughput: twice the count,
+            // and twice that once it reads more than the limit in force.
             Phase::Probing { .. } => (16 * limit).clamp(full, 2 * full),
-            Phase::Raising { .. } => 2 * full,
+            Phase::Raising { extended, .. } => {
+                if extended {
+                    4 * full
+                } else {
+                    2 * full
+                }
+            }
         }
     }
 
@@ -538,8 +591,14 @@ impl Estimator {
         let censored = round.censored as f64 / round.samples as f64;
 
         let fed = round.handed_off as f64 >= FED_SHARE * round.released as f64;
-        if let Phase::Raising { from } = self.phase {
-            return self.raised(from, round);
+        if let Phase::Raising {
+            from,
+            at_limit,
+            probe_after,
+            extended,
+        } = self.phase
+        {
+            return self.raised(from, at_limit, (probe_after, extended), round);
         }
         if let Phase::Probing { probe, from } = self.phase {
             if !fed {
@@ -573,7 +632,9 @@ impl Estimator {
             // The limit did not bind: nothing to learn about the knee, but a
             // faster service shows in any round.
             if faster {
-                self.baseline = Some((baseline + completed_hold) / 2.0);
+                let faster_baseline = (baseline + completed_hold) / 2.0;
+                self.baseline = Some(faster_baseline);
+                self.baselines.restart(faster_baseline);
             }
             return false;
         }
@@ -716,17 +777,27 @@ impl Estimator {
         } else {
             (self.headroom - HEADROOM_STEP).max(low)
         };
-        if self.rounds_since_probe >= self.refresh_after && saturated {
+        self.at_limit.add(round, self.limit());
+        self.rounds_since_raise = self.rounds_since_raise.saturating_add(1);
+        if self.rounds_since_probe >= self.refresh_after {
             // The first refresh comes soon, measuring the knee again (see
             // knee_found); then they space out fourfold to
             // `refresh_rounds`: after two probes that agree the knee is
             // known to a few percent, and each refresh halves the
-            // throughput for a round.
-            self.refresh_after = self
-                .refresh_after
-                .saturating_mul(4)
-                .min(self.settings.refresh_rounds);
-            return self.raise_for_refresh();
+            // throughput for a round. Its probe waits until the load holds
+            // the service full; its raised round costs no throughput, and
+            // meanwhile goes on its own as often as refreshes would, to see
+            // whether the limit stands below the knee.
+            if saturated {
+                self.refresh_after = self
+                    .refresh_after
+                    .saturating_mul(4)
+                    .min(self.settings.refresh_rounds);
+                return self.raise_for_refresh(true);
+            }
+            if self.rounds_since_raise >= self.refresh_after && self.can_compare(&self.at_limit) {
+                return self.raise_for_refresh(false);
+            }
         }
         if let Some(knee) = self.last_knee.filter(|knee| self.limit < *knee) {
             // Clean again after backing off: straight back to the knee.
@@ -811,28 +882,92 @@ impl Estimator {
     /// against what the limit in force delivers, as it once was, a refresh
     /// from a limit below the knee read the knee as that limit, and a knee
     /// read low stayed low (7 for 8 at 1x load, a sustained overload).
-    fn raise_for_refresh(&mut self) -> bool {
+    fn raise_for_refresh(&mut self, probe_after: bool) -> bool {
         let from = self.limit;
         let raised = from.max(self.knee.unwrap_or(from)) * RAISE;
         tracing::debug!(from, raised, "adaptive limit: a refresh raises the limit");
-        self.phase = Phase::Raising { from };
+        self.rounds_since_raise = 0;
+        self.phase = Phase::Raising {
+            from,
+            at_limit: self.at_limit,
+            probe_after,
+            extended: false,
+        };
         self.limit = raised.min(f64::from(self.settings.max));
         self.restart_round();
         true
     }
 
-    /// The raised round of a refresh ended: probe from where the limit
-    /// stood, held against the throughput measured at the raised limit.
-    /// Whether or not the raised limit was kept full, its throughput is no
-    /// less than the saturated one at the limit in force (the refresh waits
-    /// for that to be saturated): when the raised limit drained the door's
-    /// queue, its throughput is all the load asks, and the knee the probe
-    /// reads is the concurrency that carries it. If the load fell away
-    /// altogether, the probe's own round is not kept full, and is dropped.
-    fn raised(&mut self, from: f64, round: &IntervalSamples) -> bool {
+    /// The raised round of a refresh ended.
+    ///
+    /// If the limit in force was the knee's floor and the raised round
+    /// delivered clearly more than it did (twice: a round that reads more
+    /// goes on for as long again), that limit stood below the knee: its
+    /// hold times were a clean baseline, the knee lies at least as far
+    /// above it as throughput grew, and the raised limit is kept. (A knee
+    /// and a baseline read low together by one probe, 6.7 for 8 and 15 ms
+    /// for 20 at 1x load, held the limit at 7 until the next probe, tens of
+    /// seconds on; found this way, the fix costs no throughput.)
+    ///
+    /// Otherwise, probe from where the limit stood, held against the
+    /// throughput measured at the raised limit, if the load holds the
+    /// service full. Whether or not the raised limit was kept full, its
+    /// throughput is no less than the saturated one at the limit in force:
+    /// when the raised limit drained the door's queue, its throughput is
+    /// all the load asks, and the knee the probe reads is the concurrency
+    /// that carries it. If the load fell away altogether, the probe's own
+    /// round is not kept full, and is dropped.
+    fn raised(
+        &mut self,
+        from: f64,
+        at_limit: Pooled,
+        (probe_after, extended): (bool, bool),
+        round: &IntervalSamples,
+    ) -> bool {
         let raised = self.limit;
+        let (from_slots, raised_slots) = (at_limit.mean_limit(), f64::from(self.limit()));
+        let before = Throughput::of(&at_limit.rounds).rate();
+        let growth = Throughput::of(round).rate() / before.max(f64::MIN_POSITIVE);
+        let compared = self.can_compare(&at_limit);
+        let grew = compared
+            && raised_slots > from_slots
+            && growth >= 1.0 + RAISE_GREW * (raised_slots / from_slots - 1.0);
+        tracing::debug!(
+            from = from_slots,
+            raised = raised_slots,
+            growth,
+            compared,
+            grew,
+            "adaptive limit: a raised round ended"
+        );
+        if grew && !extended {
+            // Make sure: one round in thirteen at the knee reads this much
+            // more by chance; twice as many permits, about one in fifty.
+            self.phase = Phase::Raising {
+                from,
+                at_limit,
+                probe_after,
+                extended: true,
+            };
+            self.round = *round;
+            return false;
+        }
         self.phase = Phase::Steady;
+        if grew {
+            let knee = (from_slots * growth).min(raised_slots);
+            let hold = mean(at_limit.rounds.completed_hold, at_limit.rounds.completed);
+            self.believe(Cause::Refresh, knee, hold);
+            self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
+            self.delivery = Some(Throughput::of(round).rate());
+            self.limit = raised.max(knee_floor(knee, self.settings.headroom.0));
+            self.restart_round();
+            return true;
+        }
         self.limit = from;
+        if !probe_after {
+            self.restart_round();
+            return true;
+        }
         let probe = Probe {
             before: Throughput::of(round),
             ceiling: raised,
@@ -840,6 +975,28 @@ impl Estimator {
             divisor: REFRESH_DIVISOR,
         };
         self.cut_for_probe(probe)
+    }
+
+    /// Whether a raised round can be held against `at_limit` to tell
+    /// whether the limit stood below the knee. Only a limit the knee's
+    /// floor held up is in question: one the delivery rule set above the
+    /// floor explores upwards by itself while hold times stay flat (and
+    /// above the knee, a raised round that read more by chance would only
+    /// push the limit further up). Against too few permits it tells
+    /// nothing, and at the smallest limits the raise costs too much: from
+    /// 1 to 2 slots on one core doubles every hold time for the round, to
+    /// look for a second slot that the knee's floor would have given if
+    /// the knee were read above 1.15.
+    fn can_compare(&self, at_limit: &Pooled) -> bool {
+        let from = at_limit.mean_limit();
+        let at_floor = self.knee.is_some_and(|knee| {
+            let floor = to_limit(knee_floor(knee, self.settings.headroom.0), &self.settings);
+            from < f64::from(floor) + 0.5
+        });
+        at_floor
+            && from >= MIN_RAISED_FROM
+            && at_limit.rounds.released >= RAISED_AGAINST
+            && at_limit.rounds.completed > 0
     }
 
     /// How much a new probe's cuts divide the limit by: a half, or a
@@ -950,43 +1107,14 @@ impl Estimator {
         // at 6 for 8 was still 7.5 after 20 s of refreshes), and the next
         // refresh comes soon, to look further.
         self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
-        self.agreeing = 0;
+        self.knees.clear();
         self.knee_found(Cause::Evidence, ceiling, hold, before.rate())
     }
 
     /// A probe measured the knee and the clean baseline: steady from here.
     fn knee_found(&mut self, cause: Cause, knee: f64, hold: f64, before: f64) -> bool {
-        let (baseline, old_knee) = (self.baseline.filter(|_| self.clean), self.knee);
-        // One probe's knee is off by a tenth or more: probes that agree are
-        // averaged (a running mean, then an average that keeps moving). One
-        // that disagrees replaces the belief when there was evidence of a
-        // change, and only nudges it on a periodic refresh, where a much
-        // lower knee is more likely noise than news.
-        let agrees =
-            old_knee.is_some_and(|old| (CONSISTENT.0..CONSISTENT.1).contains(&(knee / old)));
-        let weight = if agrees {
-            self.agreeing = self.agreeing.saturating_add(1);
-            (1.0 / f64::from(self.agreeing)).max(REFRESH_WEIGHT)
-        } else if cause == Cause::Refresh && old_knee.is_some() {
-            REFRESH_WEIGHT
-        } else {
-            self.agreeing = 1;
-            1.0
-        };
-        let blend = |old: Option<f64>, new: f64| old.map_or(new, |old| old + weight * (new - old));
-        let new_knee = blend(old_knee, knee);
-        self.knee = Some(new_knee);
-        // The baseline is judged on its own: a service three times slower
-        // keeps its knee, not its hold times.
-        let baseline_agrees =
-            baseline.is_some_and(|old| (CONSISTENT.0..CONSISTENT.1).contains(&(hold / old)));
-        self.baseline = Some(match baseline {
-            Some(old) if baseline_agrees => old + weight * (hold - old),
-            Some(old) if cause == Cause::Refresh => old + REFRESH_WEIGHT * (hold - old),
-            _ => hold,
-        });
-        self.last_knee = None;
-        self.clean = true;
+        let old_knee = self.knee;
+        let new_knee = self.believe(cause, knee, hold);
         // The saturated throughput that goes with them (Little's law): the
         // one measured before the probe may have straddled a slowdown.
         let baseline = self.baseline.unwrap_or(hold);
@@ -999,7 +1127,7 @@ impl Estimator {
             knee,
             hold_ms = hold / 1e6,
             believed = new_knee,
-            baseline_ms = self.baseline.unwrap_or(hold) / 1e6,
+            baseline_ms = baseline / 1e6,
             ?cause,
             "adaptive limit: a probe measured the knee"
         );
@@ -1020,9 +1148,44 @@ impl Estimator {
         true
     }
 
+    /// Takes a knee and a clean baseline measured by a probe (or a raised
+    /// round) into what is believed; returns the knee now believed.
+    fn believe(&mut self, cause: Cause, knee: f64, hold: f64) -> f64 {
+        let (baseline, old_knee) = (self.baseline.filter(|_| self.clean), self.knee);
+        // One probe's knee is off by a sixth or more, and now and then by a
+        // third (its throughput held against rounds that happened to be
+        // slow): the belief is the mean of the last five, less the highest
+        // and the lowest, so one reading far off is dropped. A reading that
+        // does not agree with the belief gets a second opinion soon: if the
+        // service did change, the next ones agree with it, and the belief
+        // follows.
+        let agrees = |old: Option<f64>, new: f64| {
+            old.is_some_and(|old| (CONSISTENT.0..CONSISTENT.1).contains(&(new / old)))
+        };
+        self.knees.push(knee);
+        let new_knee = self.knees.trimmed_mean().unwrap_or(knee);
+        self.knee = Some(new_knee);
+        // The baseline is judged on its own: a service three times slower
+        // keeps its knee, not its hold times. One that changed that much,
+        // measured after evidence of a change, replaces what was believed.
+        if baseline.is_none() || (!agrees(baseline, hold) && cause == Cause::Evidence) {
+            self.baselines.restart(hold);
+        } else {
+            self.baselines.push(hold);
+        }
+        self.baseline = Some(self.baselines.trimmed_mean().unwrap_or(hold));
+        if !agrees(old_knee, knee) || !agrees(baseline, hold) {
+            self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
+        }
+        self.last_knee = None;
+        self.clean = true;
+        new_knee
+    }
+
     /// Starts a new round for a new limit, once its epoch has settled.
     fn restart_round(&mut self) {
         self.round = IntervalSamples::default();
+        self.at_limit = Pooled::default();
         self.settling = true;
     }
 }

@@ -80,6 +80,27 @@ impl Throughput {
     }
 }
 
+/// Rounds pooled, with the limit in force in each: what a limit that moved
+/// a slot up and down between them delivered on average.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct Pooled {
+    pub(super) rounds: IntervalSamples,
+    /// The limit in force times the length of each round, summed.
+    slot_nanos: f64,
+}
+
+impl Pooled {
+    pub(super) fn add(&mut self, round: &IntervalSamples, limit: u32) {
+        self.rounds.add(round);
+        self.slot_nanos += f64::from(limit) * round.elapsed as f64;
+    }
+
+    /// The limit in force, averaged over the pooled rounds' time.
+    pub(super) fn mean_limit(&self) -> f64 {
+        self.slot_nanos / self.rounds.elapsed.max(1) as f64
+    }
+}
+
 /// What a round's hold times said, when they said something.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Signal {

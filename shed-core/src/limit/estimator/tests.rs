@@ -79,6 +79,10 @@ struct Model {
     trace: Vec<u32>,
     /// Whether the estimator was probing after each interval.
     probing: Vec<bool>,
+    /// Jobs the workers finished.
+    finished: u64,
+    /// Whether arrivals come at random (Poisson), not at a steady pace.
+    poisson: bool,
 }
 
 impl Model {
@@ -106,6 +110,8 @@ impl Model {
             random: seed(),
             trace: Vec::new(),
             probing: Vec::new(),
+            finished: 0,
+            poisson: false,
         }
     }
 
@@ -129,15 +135,18 @@ impl Model {
     fn service_time(&mut self) -> u64 {
         let base = match self.work {
             Work::Constant(ns) => ns,
-            Work::Exponential(mean) => {
-                self.random ^= self.random << 13;
-                self.random ^= self.random >> 7;
-                self.random ^= self.random << 17;
-                let uniform = (self.random >> 11) as f64 / (1u64 << 53) as f64;
-                (-(1.0 - uniform).ln() * mean as f64) as u64
-            }
+            Work::Exponential(mean) => self.exponential(mean as f64) as u64,
         };
         base * self.slowdown / 100
+    }
+
+    /// An exponential sample with this mean, from the seeded generator.
+    fn exponential(&mut self, mean: f64) -> f64 {
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        let uniform = (self.random >> 11) as f64 / (1u64 << 53) as f64;
+        -(1.0 - uniform).ln() * mean
     }
 
     fn start(&mut self, job: usize) {
@@ -236,6 +245,7 @@ impl Model {
             } else if next == done {
                 let Reverse((_, job)) = self.done.pop().expect("a job");
                 self.busy -= 1;
+                self.finished += 1;
                 if let Some(next_job) = self.waiting.pop_front() {
                     self.start(next_job);
                 }
@@ -251,7 +261,11 @@ impl Model {
                     self.hand_off();
                 }
             } else {
-                self.next_arrival += 1e9 / self.rate;
+                self.next_arrival += if self.poisson {
+                    self.exponential(1e9 / self.rate)
+                } else {
+                    1e9 / self.rate
+                };
                 self.arrive();
             }
         }
@@ -807,6 +821,56 @@ fn a_refresh_corrects_a_knee_and_a_baseline_read_a_quarter_low() {
 }
 
 #[test]
+fn a_knee_read_low_is_found_by_a_raised_round_without_overload_or_probe() {
+    // The same low readings (6 slots for 8, 15 ms for 20), at a load that
+    // keeps the door's queue standing but never overloads (1x): no probe
+    // may run, but the limit the knee's floor holds up delivers 6 slots'
+    // worth, and a raised round delivers 8: the limit goes up, within 20 s.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(true), probing);
+    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    let probes = estimator.beliefs().probes;
+    estimator.knees.restart(6.0);
+    estimator.knee = Some(6.0);
+    estimator.baselines.restart(15.0 * MS as f64);
+    estimator.baseline = Some(15.0 * MS as f64);
+    estimator.delivery = Some(300.0);
+    estimator.limit = knee_floor(6.0, estimator.settings.headroom.0);
+    estimator.restart_round();
+    assert_eq!(estimator.limit(), 6);
+    for _ in 0..200 {
+        let not_overloaded = IntervalSamples {
+            overloaded: false,
+            ..eight_slots_kept_full_at(estimator.limit())
+        };
+        estimator.on_interval(not_overloaded);
+    }
+    assert_eq!(estimator.beliefs().probes, probes);
+    assert!(
+        estimator.sustained_limit() >= 8,
+        "{:?}",
+        estimator.beliefs()
+    );
+}
+
+#[test]
+fn one_probe_reading_far_off_does_not_move_the_knee_two_agreeing_ones_read() {
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(true), probing);
+    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    estimator.knee_found(Cause::Refresh, 8.4, 20.0 * MS as f64, 400.0);
+    let knee = estimator.knee.expect("a knee");
+    // A probe in a patch of short jobs reads both low.
+    estimator.knee_found(Cause::Evidence, 5.4, 15.0 * MS as f64, 400.0);
+    let after = estimator.knee.expect("a knee");
+    assert!((after - knee).abs() < 0.5, "{knee} -> {after}");
+    let baseline = estimator.baseline.expect("a baseline");
+    assert!(baseline >= 19.0 * MS as f64, "{baseline}");
+    // Its second opinion comes soon.
+    assert_eq!(estimator.refresh_after, FIRST_REFRESH);
+}
+
+#[test]
 fn a_probe_is_held_against_what_the_service_finished_not_a_wave_of_hang_ups() {
     // A spike: callers abandon half the permits at 16 on a service of 8
     // slots, and the limit backs off to 12. Then, while the probe waits for
@@ -840,4 +904,56 @@ fn back_offs_in_a_row_cut_twice_as_deep_each_time() {
         e.beliefs().back_offs == 2
     });
     assert_eq!(estimator.limit(), 3);
+}
+
+/// Not a check: the algorithm's throughput over 48 realizations of the
+/// model, for comparing versions of it. Run with
+/// `cargo test -p shed-core --release --lib explore -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn explore_throughput_over_48_seeds() {
+    for (arrivals, poisson) in [("steady", false), ("Poisson", true)] {
+        for pinned in [false, true] {
+            for load in [2.0, 1.0, 0.97] {
+                let mut shares = Vec::new();
+                let mut below_knee = 0.0;
+                let mut limits = 0.0;
+                for seed in 0..48u64 {
+                    let rate = load * 8.0 * 1e9 / (20 * MS) as f64;
+                    let mut model = Model::new(8, 8, Work::Exponential(20 * MS), rate);
+                    model.poisson = poisson;
+                    model.random = crate::random::mix(seed + 1).max(1);
+                    if pinned {
+                        let mut at_8 = settings(8);
+                        (at_8.min, at_8.max) = (8, 8);
+                        model.estimator = Estimator::new(at_8);
+                    }
+                    model.run(30);
+                    model.finished = 0;
+                    model.trace.clear();
+                    model.run(300);
+                    let capacity = 8.0 * 1e9 / (20 * MS) as f64 * 30.0;
+                    shares.push(model.finished as f64 / capacity);
+                    let intervals = model.trace.len() as f64;
+                    below_knee +=
+                        model.trace.iter().filter(|limit| **limit < 8).count() as f64 / intervals;
+                    limits += model
+                        .trace
+                        .iter()
+                        .map(|limit| f64::from(*limit))
+                        .sum::<f64>()
+                        / intervals;
+                }
+                let mean = shares.iter().sum::<f64>() / 48.0;
+                let worst = shares.iter().copied().fold(f64::MAX, f64::min);
+                eprintln!(
+                    "{arrivals} arrivals, {} at {load}x: throughput / capacity mean {mean:.3}, worst {worst:.3}; \
+                     mean limit {:.2}; intervals below the knee {:.1}%",
+                    if pinned { "pinned at 8" } else { "adaptive" },
+                    limits / 48.0,
+                    below_knee / 48.0 * 100.0,
+                );
+            }
+        }
+    }
 }
