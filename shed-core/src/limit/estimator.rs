@@ -609,7 +609,14 @@ impl Estimator {
             // The round began once the older permits had drained, and the
             // service was kept full: every release counts its throughput.
             let measured = Throughput::of(round);
-            return self.probe_measured(probe, measured, completed_hold);
+            tracing::debug!(
+                samples = round.samples,
+                censored = round.censored,
+                completed_hold_ms = completed_hold / 1e6,
+                clean_hold_ms = clean_hold(round) / 1e6,
+                "adaptive limit: a probe round's hold times"
+            );
+            return self.probe_measured(probe, measured, clean_hold(round));
         }
 
         let baseline = *self.baseline.get_or_insert(completed_hold);
@@ -955,7 +962,7 @@ impl Estimator {
         self.phase = Phase::Steady;
         if grew {
             let knee = (from_slots * growth).min(raised_slots);
-            let hold = mean(at_limit.rounds.completed_hold, at_limit.rounds.completed);
+            let hold = clean_hold(&at_limit.rounds);
             self.believe(Cause::Refresh, knee, hold);
             self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
             self.delivery = Some(Throughput::of(round).rate());
@@ -1197,6 +1204,24 @@ impl Estimator {
 /// where a limit of 2 costs a little latency.
 fn knee_floor(knee: f64, headroom: f64) -> f64 {
     (knee * (1.0 + headroom)).max((knee - KNEE_SLACK).ceil())
+}
+
+/// The mean hold time of a round whose permits stood below the knee (a
+/// probe's), read as a baseline: the time all its permits were held over
+/// the number that finished. Censored permits are the ones their callers
+/// gave up on, more often the long ones (a request admitted after a long
+/// wait at the door has little patience left for a long service time):
+/// left out, as the mean of completed ones leaves them, they read the
+/// baseline low: a probe at 2 slots in a 4x overload read 14.9 ms for a
+/// service of about 20 from its 67 completed permits, and 18.0 ms counting
+/// the 4 its callers gave up on. Counted as time held without a
+/// completion, they give the exponential's estimate under censoring.
+fn clean_hold(round: &IntervalSamples) -> f64 {
+    if round.completed > 0 {
+        mean(round.hold, round.completed)
+    } else {
+        mean(round.hold, round.samples)
+    }
 }
 
 /// An estimate as a whole limit: rounded to the nearest, within the bounds.
