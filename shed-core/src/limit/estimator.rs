@@ -598,7 +598,7 @@ impl Estimator {
             extended,
         } = self.phase
         {
-            return self.raised(from, at_limit, (probe_after, extended), round);
+            return self.raised(from, at_limit, probe_after, extended, round);
         }
         if let Phase::Probing { probe, from } = self.phase {
             if !fed {
@@ -928,7 +928,8 @@ impl Estimator {
         &mut self,
         from: f64,
         at_limit: Pooled,
-        (probe_after, extended): (bool, bool),
+        probe_after: bool,
+        extended: bool,
         round: &IntervalSamples,
     ) -> bool {
         let raised = self.limit;
@@ -948,8 +949,9 @@ impl Estimator {
             "adaptive limit: a raised round ended"
         );
         if grew && !extended {
-            // Make sure: one round in thirteen at the knee reads this much
-            // more by chance; twice as many permits, about one in fifty.
+            // Make sure: a round of 128 permits at the knee now and then
+            // reads a tenth more than the limit's own delivery by chance;
+            // one of twice as many, far less often.
             self.phase = Phase::Raising {
                 from,
                 at_limit,
