@@ -109,7 +109,9 @@
 //! that limit did, the knee and the baseline were read low, and the raised
 //! limit is kept. That needs no probe, so it runs on the refresh schedule
 //! even when the load does not hold the service full (at 1x load, where a
-//! knee read a slot low costs an eighth of the throughput).
+//! knee read a slot low costs an eighth of the throughput), and soon after
+//! any probe that lowered the knee believed, without a probe after it: while
+//! the readings are few, one read low moves the belief.
 //!
 //! A service that got three times slower but still runs `K` requests at
 //! once keeps its limit: the probe finds throughput falling at `K / 2` and
@@ -400,6 +402,9 @@ pub(crate) struct Estimator {
     plateau: Option<Throughput>,
     /// Fed steady rounds since the last raised round.
     rounds_since_raise: u32,
+    /// A probe lowered the knee believed: a raised round, with no probe
+    /// after it, looks soon whether the limit now stands below the knee.
+    recheck_raise: bool,
     /// The fed steady rounds since the limit last changed by a decision
     /// (not by the headroom's steps of a slot), pooled: a refresh's raised
     /// round is held against what they delivered.
@@ -440,6 +445,7 @@ impl Estimator {
             plateau: None,
             at_limit: Pooled::default(),
             rounds_since_raise: 0,
+            recheck_raise: false,
             settings,
         }
     }
@@ -470,6 +476,7 @@ impl Estimator {
         self.limit = f64::from(limit.clamp(self.settings.min, self.settings.max));
         self.knee = None;
         self.knees.clear();
+        self.recheck_raise = false;
         if matches!(self.phase, Phase::Probing { .. } | Phase::Raising { .. }) {
             self.phase = Phase::Steady;
         }
@@ -786,6 +793,18 @@ impl Estimator {
         };
         self.at_limit.add(round, self.limit());
         self.rounds_since_raise = self.rounds_since_raise.saturating_add(1);
+        if self.recheck_raise
+            && self.rounds_since_raise >= FIRST_REFRESH
+            && self.can_compare(&self.at_limit)
+        {
+            // A probe lowered the knee: one reading in a patch of short
+            // jobs reads the knee and the baseline low together, and while
+            // the readings are few it moves the belief (a knee of 7.9 read
+            // 5.7 held the limit at 7 for 8 s of a 2x overload, until the
+            // next refresh). The raised round costs no throughput.
+            self.recheck_raise = false;
+            return self.raise_for_refresh(false);
+        }
         if self.rounds_since_probe >= self.refresh_after {
             // The first refresh comes soon, measuring the knee again (see
             // knee_found); then they space out fourfold to
@@ -894,6 +913,7 @@ impl Estimator {
         let raised = from.max(self.knee.unwrap_or(from)) * RAISE;
         tracing::debug!(from, raised, "adaptive limit: a refresh raises the limit");
         self.rounds_since_raise = 0;
+        self.recheck_raise = false;
         self.phase = Phase::Raising {
             from,
             at_limit: self.at_limit,
@@ -1124,6 +1144,7 @@ impl Estimator {
     fn knee_found(&mut self, cause: Cause, knee: f64, hold: f64, before: f64) -> bool {
         let old_knee = self.knee;
         let new_knee = self.believe(cause, knee, hold);
+        self.recheck_raise = old_knee.is_some_and(|old| new_knee < old);
         // The saturated throughput that goes with them (Little's law): the
         // one measured before the probe may have straddled a slowdown.
         let baseline = self.baseline.unwrap_or(hold);

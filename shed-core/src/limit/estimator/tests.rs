@@ -854,6 +854,32 @@ fn a_knee_read_low_is_found_by_a_raised_round_without_overload_or_probe() {
 }
 
 #[test]
+fn a_refresh_that_read_the_knee_low_in_an_overload_is_undone_within_40_intervals() {
+    // Traced in the lab: the second probe of a 2x overload read 5.7 for a
+    // knee of 7.9 (and 17 ms for 19), the belief became their mean, and the
+    // limit sat at 7 for 8 s, until the next refresh. The refreshes have
+    // spaced out by then; a raised round looks again soon instead.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(true), probing);
+    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    let knee = estimator.knee.expect("a knee");
+    assert!((7.6..=8.4).contains(&knee), "{:?}", estimator.beliefs());
+    estimator.refresh_after = 128;
+    estimator.knee_found(Cause::Refresh, 5.7, 17.0 * MS as f64, 400.0);
+    assert_eq!(estimator.limit(), 7, "{:?}", estimator.beliefs());
+    let probes = estimator.beliefs().probes;
+    let undone = (0..40).any(|_| {
+        estimator.on_interval(eight_slots_kept_full_at(estimator.limit()));
+        estimator.sustained_limit() >= 8 && !probing(&estimator)
+    });
+    assert!(undone, "{:?}", estimator.beliefs());
+    // By a raised round: no probe.
+    assert_eq!(estimator.beliefs().probes, probes);
+    let knee = estimator.knee.expect("a knee");
+    assert!((7.6..=8.4).contains(&knee), "{:?}", estimator.beliefs());
+}
+
+#[test]
 fn one_probe_reading_far_off_does_not_move_the_knee_two_agreeing_ones_read() {
     let mut estimator = Estimator::new(settings(8));
     feed_until(&mut estimator, kept_full(true), probing);
