@@ -106,8 +106,9 @@
 //!
 //! The raised round also tells, by itself, whether a limit the knee's
 //! floor holds up stands below the knee: if it delivers clearly more than
-//! that limit did, the knee and the baseline were read low, and the raised
-//! limit is kept. That needs no probe, so it runs on the refresh schedule
+//! that limit did, the knee and the baseline were read low: what it read
+//! joins the readings, and the limit goes to the floor of the knee now
+//! believed. That needs no probe, so it runs on the refresh schedule
 //! even when the load does not hold the service full (at 1x load, where a
 //! knee read a slot low costs an eighth of the throughput), and soon after
 //! any probe that lowered the knee believed, without a probe after it: while
@@ -931,7 +932,8 @@ impl Estimator {
     /// delivered clearly more than it did (twice: a round that reads more
     /// goes on for as long again), that limit stood below the knee: its
     /// hold times were a clean baseline, the knee lies at least as far
-    /// above it as throughput grew, and the raised limit is kept. (A knee
+    /// above it as throughput grew: that reading joins the others, and the
+    /// limit goes to the floor of the knee now believed. (A knee
     /// and a baseline read low together by one probe, 6.7 for 8 and 15 ms
     /// for 20 at 1x load, held the limit at 7 until the next probe, tens of
     /// seconds on; found this way, the fix costs no throughput.)
@@ -985,10 +987,14 @@ impl Estimator {
         if grew {
             let knee = (from_slots * growth).min(raised_slots);
             let hold = clean_hold(&at_limit.rounds);
-            self.believe(Cause::Refresh, knee, hold);
+            let believed = self.believe(Cause::Refresh, knee, hold);
             self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
             self.delivery = Some(Throughput::of(round).rate());
-            self.limit = raised.max(knee_floor(knee, self.settings.headroom.0));
+            // The reading is one of five, as a probe's is: a raised round
+            // that read more by chance (one in twenty, from a floor a slot
+            // above the knee) kept the raised limit, a third over the knee,
+            // until the next probe.
+            self.limit = knee_floor(believed, self.settings.headroom.0).max(from);
             self.restart_round();
             return true;
         }
