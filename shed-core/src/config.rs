@@ -7,7 +7,7 @@
 //! // The defaults: an adaptive limit, and waits bounded by what the
 //! // service is measured to deliver.
 //! let adaptive = Shedder::builder().build()?;
-//! assert_eq!(adaptive.stats().limit_bounds, (1, 1_000));
+//! assert_eq!(adaptive.stats().limit_bounds, (2, 1_000));
 //!
 //! let pinned = Shedder::builder()
 //!     .limit(32)
@@ -128,9 +128,9 @@ impl ShedderBuilder {
     /// ```
     /// use shed_core::{AdaptiveLimit, Shedder};
     /// let shedder = Shedder::builder()
-    ///     .adaptive_limit(AdaptiveLimit::new().min(2).max(64))
+    ///     .adaptive_limit(AdaptiveLimit::new().min(4).max(64))
     ///     .build()?;
-    /// assert_eq!(shedder.stats().limit_bounds, (2, 64));
+    /// assert_eq!(shedder.stats().limit_bounds, (4, 64));
     /// # Ok::<(), shed_core::ConfigError>(())
     /// ```
     pub fn adaptive_limit(mut self, settings: AdaptiveLimit) -> Self {
