@@ -1105,11 +1105,18 @@ impl Estimator {
             .is_some_and(|baseline| hold <= AT_THE_KNEE * baseline);
         if held && !flat && !at_floor {
             // Throughput held, and work queued inside: the knee lies lower.
-            // Cut as much again. A cut guided by the baseline would go far
-            // too low when the baseline is stale because the service slowed
-            // down.
+            // Cut again: by half, or by a quarter again only while the limit
+            // descends from a large initial one. Slow start ends within four
+            // times the knee (twice, or one blind doubling more), so its
+            // first quarter cut lands near the knee, and a second quarter
+            // cut lands far below it: at a batch spike's start in the lab,
+            // 32 to 8 to 2, where two slots served less than the
+            // interactive traffic beside the batch. A cut guided by the
+            // baseline would go far too low when the baseline is stale
+            // because the service slowed down.
             return self.cut_for_probe(Probe {
                 before: saturated,
+                divisor: self.probe_divisor(),
                 ..probe
             });
         }

@@ -450,7 +450,7 @@ fn a_tripled_service_time_with_unchanged_concurrency_keeps_it_within_1_5x_of_8()
 #[test]
 fn a_service_with_one_worker_gets_a_limit_of_one_or_two() {
     let mut model = Model::overloaded(8, 1, Work::Constant(10 * MS));
-    model.run(40);
+    model.run(60);
     assert!(
         (1..=2).contains(&model.settled_limit()),
         "{:?}",
@@ -695,6 +695,22 @@ fn a_probe_after_backing_off_out_of_slow_start_halves_the_limit() {
     assert_eq!(estimator.limit(), 6);
     feed_until(&mut estimator, kept_full(true), probing);
     assert_eq!(estimator.limit(), 3);
+}
+
+#[test]
+fn a_probe_out_of_slow_start_cuts_by_a_quarter_once_then_by_half() {
+    // Slow start overshoots a service of 2 workers to 16 (its first counted
+    // round doubles blindly). The probe cuts to a quarter, 4, where
+    // throughput holds; the next cut halves, to 2, not to a quarter again:
+    // on a service of 8 behind a batch spike, a second quarter cut (32 to
+    // 8 to 2) left two slots for the interactive traffic that needed three.
+    // Here throughput holds at 2 as well, and the cut to 1 reads the knee.
+    let mut model = Model::overloaded(8, 2, Work::Constant(20 * MS));
+    model.run(60);
+    let mut cuts: Vec<u32> = model.trace.clone();
+    cuts.dedup();
+    assert!(cuts.starts_with(&[8, 16, 4, 2, 1, 2]), "{:?}", model.trace);
+    assert_eq!(model.settled_limit(), 2, "{:?}", model.trace);
 }
 
 /// Slow start sits at 16 on a service of 8 slots; callers abandon half the
