@@ -334,7 +334,7 @@ struct Probe {
     /// The limit `before` was measured at: the knee lies no higher.
     ceiling: f64,
     cause: Cause,
-    /// What each cut divides the limit by.
+    /// What the next cut divides the limit by.
     divisor: f64,
 }
 
@@ -1105,8 +1105,9 @@ impl Estimator {
             .is_some_and(|baseline| hold <= AT_THE_KNEE * baseline);
         if held && !flat && !at_floor {
             // Throughput held, and work queued inside: the knee lies lower.
-            // Cut again: by half, or by a quarter again only while the limit
-            // descends from a large initial one. Slow start ends within four
+            // Cut again: as deep, but no deeper than a new probe would cut
+            // now (by half, or by a quarter while the limit descends from a
+            // large initial one; a refresh's third stays a third). Slow start ends within four
             // times the knee (twice, or one blind doubling more), so its
             // first quarter cut lands near the knee, and a second quarter
             // cut lands far below it: at a batch spike's start in the lab,
@@ -1116,7 +1117,7 @@ impl Estimator {
             // because the service slowed down.
             return self.cut_for_probe(Probe {
                 before: saturated,
-                divisor: self.probe_divisor(),
+                divisor: probe.divisor.min(self.probe_divisor()),
                 ..probe
             });
         }
