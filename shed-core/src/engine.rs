@@ -954,11 +954,11 @@ impl Engine {
         }
         // Judged before the lock: the surge check reads a dozen atomics.
         let level = self.controller.level();
-        let order = self.serve_order(self.in_overload(level, now));
+        let overload = self.in_overload(level, now);
         let mut locked = self.lock();
         self.drain_shed(&mut locked, level);
         let handed_off =
-            !self.slots.over_limit() && self.grant_next(&mut locked, level, order, now);
+            !self.slots.over_limit() && self.grant_next(&mut locked, level, overload, now);
         if !handed_off {
             self.slots.give_back_locked(&locked.queues);
         }
@@ -968,16 +968,11 @@ impl Engine {
         }
     }
 
-    /// Hands a held slot to the next live waiter in `order` (see
-    /// [`Engine::serve_order`]), refusing expired ones on the way. Returns
-    /// `false` when nobody was left to take it.
-    fn grant_next(
-        &self,
-        locked: &mut Locked<'_>,
-        level: Level,
-        order: ServeOrder,
-        now: u64,
-    ) -> bool {
+    /// Hands a held slot to the next live waiter in the order `overload`
+    /// calls for (see [`Engine::serve_order`]), refusing expired ones on the
+    /// way. Returns `false` when nobody was left to take it.
+    fn grant_next(&self, locked: &mut Locked<'_>, level: Level, overload: bool, now: u64) -> bool {
+        let order = self.serve_order(overload);
         let next = |queues: &mut WaitQueues| match order {
             ServeOrder::Importance => queues.pop_most_important(),
             ServeOrder::Arrival => queues.pop_oldest(),
@@ -988,7 +983,7 @@ impl Engine {
                 "the queues were purged at this level before the grant"
             );
             self.after_removal(&locked.queues, taken.rank);
-            if self.refuse_if_out_of_time(locked, taken.rank, &taken.entry, now) {
+            if self.refuse_if_out_of_time(locked, taken.rank, &taken.entry, overload, now) {
                 continue;
             }
             let sojourn = now.saturating_sub(taken.entry.enqueued_at);
@@ -1046,17 +1041,32 @@ impl Engine {
     fn apply_limit(&self, limit: u32, now: u64) {
         self.slots.set_limit(limit);
         let level = self.controller.level();
-        let order = self.serve_order(self.in_overload(level, now));
+        let overload = self.in_overload(level, now);
         let mut locked = self.lock();
         // As in `give_back`: a waiter the level now sheds is refused, not served.
         self.drain_shed(&mut locked, level);
         while self.slots.take_below_limit(&locked.queues) {
-            if !self.grant_next(&mut locked, level, order, now) {
+            if !self.grant_next(&mut locked, level, overload, now) {
                 self.slots.give_back_locked(&locked.queues);
                 break;
             }
         }
         locked.unlock();
+    }
+
+    /// The longest a waiter of `rank` may have waited when a slot comes to
+    /// it while a surge is arriving ([`Engine::surging`]): what one queued
+    /// in the overload may wait, if `rank` is exposed to it. `None`
+    /// otherwise: below an overload, during an adaptive limit's probe (its
+    /// cut builds a queue for a round, which drains once the round ends),
+    /// and once arrivals no longer outrun the slots (the queue left standing
+    /// is the level's to judge and shed).
+    fn surge_bound(&self, rank: Rank, overload: bool, now: u64) -> Option<u64> {
+        let probing = self.slots.limit() < self.sustained_limit();
+        let bound = self
+            .exposed_wait(rank, overload && !probing)?
+            .saturating_mul(OVERLOAD_WAIT_SLACK);
+        self.surging(now).then_some(bound)
     }
 
     /// Refuses a request leaving the queue at `now` instead of serving it,
@@ -1066,19 +1076,36 @@ impl Engine {
     /// to hang up (as a spike begins); served now, it would likely be
     /// abandoned half-way, its work going on for nobody while its slot lets
     /// another in. Its expiry then reads as the moment its patience ran out.
+    ///
+    /// The same holds for the overload's bound on waits: a waiter of a rank
+    /// `overload` exposes ([`Engine::exposed_wait`]) that queued before the
+    /// overload was seen has no such bound in its expiry, and one that has
+    /// waited [`OVERLOAD_WAIT_SLACK`] overload waits while a surge is
+    /// arriving is refused as a waiter queued then would have been
+    /// ([`Engine::surge_bound`]). As a spike begins, those
+    /// queued in its first milliseconds were otherwise served after waiting
+    /// nearly as long as their callers do, abandoned half-way, and their
+    /// work queued inside the service ahead of the ranks above them: the
+    /// test `door_waits::waiters_queued_before_an_overload_are_held_to_its_wait_once_it_is_seen`.
     /// Returns whether it was refused.
     fn refuse_if_out_of_time(
         &self,
         locked: &mut Locked<'_>,
         rank: Rank,
         entry: &Entry,
+        overload: bool,
         now: u64,
     ) -> bool {
         let sojourn = now.saturating_sub(entry.enqueued_at);
-        let patience_ends = self
-            .patience_budget(rank.class())
-            .map(|budget| entry.enqueued_at.saturating_add(budget))
-            .filter(|ends| *ends < now);
+        let patience_ends = [
+            self.patience_budget(rank.class()),
+            self.surge_bound(rank, overload, now),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|budget| entry.enqueued_at.saturating_add(budget))
+        .filter(|ends| *ends < now);
         let waker = if now >= entry.expires_at {
             self.controller.record_sojourn(rank, sojourn);
             let rejection = self.rejection(entry.expiry, rank, entry.cohort);

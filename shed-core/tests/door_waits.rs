@@ -304,3 +304,42 @@ fn a_probe_of_the_adaptive_limit_keeps_the_overload_queue_eight_waiters_long() {
     };
     assert_eq!(ninth.reason(), RejectReason::QueueFull);
 }
+
+#[test]
+fn waiters_queued_before_an_overload_are_held_to_its_wait_once_it_is_seen() {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    // One slot of 10 ms, learnt over an interval.
+    for _ in 0..5 {
+        let served = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+        clock.advance(ms(10));
+        drop(served);
+    }
+    clock.advance(ms(60));
+    drop(shedder.try_admit(&Arrival::new(Class::Critical)));
+    let busy = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+    // It queues before anything is overloaded: nothing bounds its wait but
+    // its class's maximum. (The last cohort of its rank: no level sheds it.)
+    let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
+    let queued_at = clock.now();
+    let mut early = queued(shedder.admit(&batch));
+    assert!(early.expires_at() >= queued_at + ms(500));
+    // Then a surge: forty batch requests in an interval, four times what
+    // the slot drains, and it goes on after the interval closes.
+    for _ in 0..40 {
+        assert!(shedder.try_admit(&batch).is_err());
+    }
+    clock.advance(ms(100));
+    for _ in 0..20 {
+        assert!(shedder.try_admit(&batch).is_err());
+    }
+    // The slot comes back 100 ms after the early one queued: ten slot
+    // times, five times what a waiter queued in the surge may wait (two
+    // slot times). It is refused, as that one would be; its expiry reads
+    // as when the overload's bound ran out.
+    drop(busy);
+    let refused = common::ready(&mut early).expect_err("refused, not served");
+    assert_eq!(refused.reason(), RejectReason::QueueTimeout);
+    assert!(refused.retry_after().is_some());
+    assert!(early.expires_at() < clock.now());
+    assert_eq!(shedder.in_flight(), 0, "the slot is not lost");
+}
