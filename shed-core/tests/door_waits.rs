@@ -137,15 +137,7 @@ fn while_the_controller_sheds_a_rank_drained_with_room_to_spare_keeps_its_queue(
 
 #[test]
 fn before_the_level_has_judged_an_overload_the_door_keeps_its_short_queue() {
-    let (shedder, clock) = build(Shedder::builder().limit(1));
-    // One slot of 10 ms, learnt over an interval.
-    for _ in 0..5 {
-        let served = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
-        clock.advance(ms(10));
-        drop(served);
-    }
-    clock.advance(ms(60));
-    drop(shedder.try_admit(&Arrival::new(Class::Critical)));
+    let (shedder, clock) = one_slot_of_10_ms();
     // Then forty batch requests in an interval, four times what the slot
     // drains; none of them waits, so no rank has a standing queue to judge
     // and the level stays where it is.
@@ -307,15 +299,7 @@ fn a_probe_of_the_adaptive_limit_keeps_the_overload_queue_eight_waiters_long() {
 
 #[test]
 fn waiters_queued_before_an_overload_are_held_to_its_wait_once_it_is_seen() {
-    let (shedder, clock) = build(Shedder::builder().limit(1));
-    // One slot of 10 ms, learnt over an interval.
-    for _ in 0..5 {
-        let served = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
-        clock.advance(ms(10));
-        drop(served);
-    }
-    clock.advance(ms(60));
-    drop(shedder.try_admit(&Arrival::new(Class::Critical)));
+    let (shedder, clock) = one_slot_of_10_ms();
     let busy = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
     // It queues before anything is overloaded: nothing bounds its wait but
     // its class's maximum. (The last cohort of its rank: no level sheds it.)
@@ -342,4 +326,18 @@ fn waiters_queued_before_an_overload_are_held_to_its_wait_once_it_is_seen() {
     assert!(refused.retry_after().is_some());
     assert!(early.expires_at() < clock.now());
     assert_eq!(shedder.in_flight(), 0, "the slot is not lost");
+}
+
+/// A shedder with one slot whose 10 ms service time it has learnt over an
+/// interval that closed.
+fn one_slot_of_10_ms() -> (Shedder, ManualClock) {
+    let (shedder, clock) = build(Shedder::builder().limit(1));
+    for _ in 0..5 {
+        let served = shedder.try_admit(&Arrival::new(Class::Critical)).unwrap();
+        clock.advance(ms(10));
+        drop(served);
+    }
+    clock.advance(ms(60));
+    drop(shedder.try_admit(&Arrival::new(Class::Critical)));
+    (shedder, clock)
 }
