@@ -68,7 +68,11 @@
 //!   `K = X * hold` there.
 //! - Throughput held, hold times still inflated: work queued inside; cut
 //!   again. The throughput measured is the saturated one, pooled with the
-//!   one before.
+//!   one before. Held only barely (a probe at three quarters of the knee
+//!   reads the same), where hold times cannot tell (no clean baseline yet,
+//!   or the service slowed down): measured again at the same limit first,
+//!   and judged on both rounds; a second cut would cost a round deep below
+//!   the knee.
 //! - Throughput fell: the probe stands below the knee, its hold time is the
 //!   clean baseline, and `K = L_probe * X_before / X_probe`, no higher than
 //!   the limit `X_before` was measured at (the *ceiling*). The same reading
@@ -208,6 +212,19 @@ const THROUGHPUT_HELD: f64 = 0.75;
 /// lower the throughput the next cut is held against, and with it the knee
 /// (a half cut from 12 on a knee of 8, pooled, read a knee of 5.6).
 const THROUGHPUT_CLEARLY_HELD: f64 = 0.9;
+/// A probe round whose throughput held, but not clearly (between
+/// [`THROUGHPUT_HELD`] and [`THROUGHPUT_CLEARLY_HELD`]), with hold times
+/// not flat (no clean baseline yet, or the service slowed down), is
+/// ambiguous: a probe at three quarters of the knee reads 0.75, and so does
+/// one above the knee whose round happened to be slow. Cut again, it costs
+/// a round at half the limit, deep below the knee (after a slowdown in the
+/// lab, from 6 on a knee of 8 to 3). So it is measured again at the same
+/// limit, costing a quarter of the throughput for a round, and the two
+/// rounds pooled, whose ratio varies about a third less, are held at this
+/// share: below it the probe stood below the knee (a false "fell" reads
+/// the knee at most a sixth above the probe's limit, bounded by the
+/// ceiling), at or above it the cut goes on.
+const HELD_TWICE: f64 = 0.85;
 /// A probe whose throughput held with hold times at most this share over
 /// the clean baseline stands at the knee: nothing waits inside, and the
 /// concurrency it measured is all the service runs at once (at 1.2 times the
@@ -336,6 +353,10 @@ struct Probe {
     cause: Cause,
     /// What the next cut divides the limit by.
     divisor: f64,
+    /// A first round at this limit whose throughput fell only a little,
+    /// with hold times not flat (see [`AMBIGUOUS_HELD`]): its throughput
+    /// and clean hold time, pooled with the round measured after it.
+    first_round: Option<(Throughput, f64)>,
 }
 
 /// What the algorithm currently believes, for stats.
@@ -900,6 +921,7 @@ impl Estimator {
             ceiling: self.limit,
             cause,
             divisor: self.probe_divisor(),
+            first_round: None,
         };
         self.cut_for_probe(probe)
     }
@@ -1008,6 +1030,7 @@ impl Estimator {
             ceiling: raised,
             cause: Cause::Refresh,
             divisor: REFRESH_DIVISOR,
+            first_round: None,
         };
         self.cut_for_probe(probe)
     }
@@ -1081,8 +1104,17 @@ impl Estimator {
             ..
         } = probe;
         let at_floor = self.limit() <= self.settings.min;
+        let (measured, hold, measured_twice) = match probe.first_round {
+            Some((first, first_hold)) => (first.pooled(measured), (first_hold + hold) / 2.0, true),
+            None => (measured, hold, false),
+        };
         let rate = measured.rate();
-        let held = rate >= THROUGHPUT_HELD * before.rate();
+        let held_share = if measured_twice {
+            HELD_TWICE
+        } else {
+            THROUGHPUT_HELD
+        };
+        let held = rate >= held_share * before.rate();
         tracing::debug!(
             limit = self.limit(),
             before = before.rate(),
@@ -1103,6 +1135,21 @@ impl Estimator {
             .baseline
             .filter(|_| self.clean)
             .is_some_and(|baseline| hold <= AT_THE_KNEE * baseline);
+        let barely_held = held && rate < THROUGHPUT_CLEARLY_HELD * before.rate();
+        // Not a quarter cut, which descends from a limit that may lie far
+        // above the knee: a probe there stands above it more often than
+        // not, and a second round only delays the descent.
+        let near_the_knee = probe.divisor <= 2.0;
+        if barely_held && near_the_knee && !flat && !at_floor && !measured_twice {
+            // Measure again at this limit before cutting deeper (see
+            // HELD_TWICE); the permits in flight belong to this epoch.
+            tracing::debug!("adaptive limit: a probe measures again");
+            if let Phase::Probing { probe, .. } = &mut self.phase {
+                probe.first_round = Some((measured, hold));
+            }
+            self.round = IntervalSamples::default();
+            return false;
+        }
         if held && !flat && !at_floor {
             // Throughput held, and work queued inside: the knee lies lower.
             // Cut again: as deep, but no deeper than a new probe would cut
@@ -1118,6 +1165,7 @@ impl Estimator {
             return self.cut_for_probe(Probe {
                 before: saturated,
                 divisor: probe.divisor.min(self.probe_divisor()),
+                first_round: None,
                 ..probe
             });
         }

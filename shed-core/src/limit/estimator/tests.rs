@@ -727,17 +727,44 @@ fn backed_off_from_16_to_12() -> Estimator {
 }
 
 #[test]
-fn a_probe_cut_that_lands_just_below_the_knee_does_not_lower_the_knee() {
+fn a_probe_that_barely_held_is_measured_again_before_it_cuts_deeper() {
     // Slow start sits at 16 on a service of 8 slots; callers abandon half
     // the permits, and the limit backs off to 12. Its probe halves it to 6,
-    // where throughput reads 0.8 of the 400/s before: held, so it cuts
-    // again, to 3, where 150/s is three eighths: the knee is 8. Pooling
-    // the 320/s read at 6 into the 400/s before (352/s) would read 7.0.
+    // where throughput reads 0.775 of the 400/s before (a knee of 8 gives
+    // three quarters): held, but barely, with no clean baseline to tell
+    // whether work queues inside. Cutting again to 3 would cost a round at
+    // three eighths of the throughput; the probe measures a second round at
+    // 6 instead, and the two read the knee.
     let mut estimator = backed_off_from_16_to_12();
     feed_until(&mut estimator, kept_full(true), probing);
     assert_eq!(estimator.limit(), 6);
-    let just_below = kept_fed(32, 0, 0, true);
-    feed_until(&mut estimator, just_below, |e| e.limit() < 6);
+    let three_quarters = kept_fed(31, 0, 0, true);
+    for _ in 0..600 {
+        if !probing(&estimator) {
+            break;
+        }
+        estimator.on_interval(three_quarters);
+        assert!(estimator.limit() >= 6, "{:?}", estimator.beliefs());
+    }
+    assert_eq!(estimator.beliefs().probes, 1);
+    let knee = estimator.beliefs().knee.expect("a knee");
+    assert!((7.6..=8.0).contains(&knee), "{knee}");
+}
+
+#[test]
+fn a_probe_that_held_when_measured_again_cuts_deeper_without_lowering_the_knee() {
+    // As above, but the second round at 6 reads 0.95 of the throughput
+    // before: pooled, 0.875, the same saturated throughput read low once.
+    // So the cut goes on, to 3, where 150/s is three eighths: the knee is 8.
+    // Pooling the 350/s read at 6 into the 400/s before would read it 7.5.
+    let mut estimator = backed_off_from_16_to_12();
+    feed_until(&mut estimator, kept_full(true), probing);
+    assert_eq!(estimator.limit(), 6);
+    for _ in 0..3 {
+        estimator.on_interval(kept_fed(32, 0, 0, true));
+    }
+    assert_eq!(estimator.limit(), 6, "a second round, not a deeper cut");
+    feed_until(&mut estimator, kept_fed(38, 0, 0, true), |e| e.limit() < 6);
     assert_eq!(estimator.limit(), 3);
     let knee = knee_when_the_probe_ends(&mut estimator, slots_kept_full(3, true));
     assert!((7.8..=8.2).contains(&knee), "{knee}");
