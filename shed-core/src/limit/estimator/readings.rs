@@ -36,6 +36,12 @@ impl Readings {
         *self = Readings::default();
     }
 
+    /// The newest reading, if any.
+    #[cfg(test)]
+    pub(super) fn latest(&self) -> Option<f64> {
+        (self.len > 0).then(|| self.values[(self.next + KEPT - 1) % KEPT])
+    }
+
     /// The mean of the readings kept, less the highest and the lowest once
     /// there are three or more; `None` before the first.
     pub(super) fn trimmed_mean(&self) -> Option<f64> {

@@ -823,6 +823,29 @@ fn a_refresh_probe_that_holds_throughput_just_below_the_knee_reads_the_knee() {
     assert!((7.8..=8.2).contains(&knee), "{knee}");
 }
 
+#[test]
+fn a_refresh_whose_raised_round_read_low_holds_its_probe_against_the_limits_rounds_too() {
+    // The knee is 8 and the limit in force delivers 400/s. The refresh's
+    // raised round reads 300/s, a slow patch (a service of 8 delivers no
+    // less with more permits), and its probe at 6 reads 300/s, three
+    // quarters of the saturated rate. Held against the raised round alone
+    // it read the knee as 6; held against it pooled with the rounds at the
+    // limit in force, close to 8.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(true), probing);
+    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    feed_until(&mut estimator, kept_full(true), probing);
+    let raised = estimator.limit();
+    assert!(raised > 8, "{raised}");
+    feed_until(&mut estimator, slots_kept_full(6, true), |e| e.limit() < 8);
+    assert_eq!(estimator.limit(), 6);
+    let reading_before = estimator.knees.clone();
+    knee_when_the_probe_ends(&mut estimator, slots_kept_full(6, true));
+    let reading = estimator.knees.latest().expect("a reading");
+    assert_ne!(estimator.knees, reading_before);
+    assert!((7.2..=8.2).contains(&reading), "{reading}");
+}
+
 /// An interval of a service of 8 slots of 20 ms, kept full at `limit`:
 /// below 8 the limit's worth of slots, above it 8 slots and the rest waiting
 /// inside, which lengthens every hold time.
