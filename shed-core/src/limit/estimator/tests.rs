@@ -839,7 +839,7 @@ fn a_refresh_whose_raised_round_read_low_holds_its_probe_against_the_limits_roun
     assert!(raised > 8, "{raised}");
     feed_until(&mut estimator, slots_kept_full(6, true), |e| e.limit() < 8);
     assert_eq!(estimator.limit(), 6);
-    let reading_before = estimator.knees.clone();
+    let reading_before = estimator.knees;
     knee_when_the_probe_ends(&mut estimator, slots_kept_full(6, true));
     let reading = estimator.knees.latest().expect("a reading");
     assert_ne!(estimator.knees, reading_before);
