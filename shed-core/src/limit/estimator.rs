@@ -222,10 +222,11 @@ const THROUGHPUT_CLEARLY_HELD: f64 = 0.9;
 /// a round at half the limit, deep below the knee (after a slowdown in the
 /// lab, from 6 on a knee of 8 to 3). So it is measured again at the same
 /// limit, costing a quarter of the throughput for a round, and the two
-/// rounds pooled, whose ratio varies about a third less, are held at this
-/// share: below it the probe stood below the knee (a false "fell" reads
-/// the knee at most a sixth above the probe's limit, bounded by the
-/// ceiling), at or above it the cut goes on.
+/// rounds pooled (twice the permits: their ratio's spread shrinks by about
+/// 1/√2) are held at this share: below it the probe stood below the knee
+/// (a false "fell" reads the knee less than a fifth above the probe's
+/// limit, 1 / 0.85, bounded by the ceiling), at or above it the cut goes
+/// on.
 const HELD_TWICE: f64 = 0.85;
 /// A probe whose throughput held with hold times at most this share over
 /// the clean baseline stands at the knee: nothing waits inside, and the
@@ -315,8 +316,14 @@ enum Phase {
     SlowStart,
     /// Tracking the knee.
     Steady,
-    /// The limit was cut from `from`, for `probe`.
-    Probing { probe: Probe, from: f64 },
+    /// The limit was cut from `from`, for `probe`. `first_round`: a
+    /// round at this cut that held only barely, to be pooled with the next
+    /// (see [`HELD_TWICE`]): its throughput and clean hold time.
+    Probing {
+        probe: Probe,
+        from: f64,
+        first_round: Option<(Throughput, f64)>,
+    },
     /// A refresh first raises the limit from `from` for a round, so that
     /// the throughput its probe is held against is measured above the knee
     /// even when the limit in force lies below it. `at_limit` is what the
@@ -355,10 +362,6 @@ struct Probe {
     cause: Cause,
     /// What the next cut divides the limit by.
     divisor: f64,
-    /// A first round at this limit whose throughput fell only a little,
-    /// with hold times not flat (see [`AMBIGUOUS_HELD`]): its throughput
-    /// and clean hold time, pooled with the round measured after it.
-    first_round: Option<(Throughput, f64)>,
 }
 
 /// What the algorithm currently believes, for stats.
@@ -631,7 +634,12 @@ impl Estimator {
         {
             return self.raised(from, at_limit, probe_after, extended, round);
         }
-        if let Phase::Probing { probe, from } = self.phase {
+        if let Phase::Probing {
+            probe,
+            from,
+            first_round,
+        } = self.phase
+        {
             if !fed {
                 // The load fell away during the probe: its throughput says
                 // nothing about the service. Back to where it was.
@@ -639,15 +647,19 @@ impl Estimator {
             }
             // The round began once the older permits had drained, and the
             // service was kept full: every release counts its throughput.
-            let measured = Throughput::of(round);
+            let (measured, hold) = (Throughput::of(round), clean_hold(round));
             tracing::debug!(
                 samples = round.samples,
                 censored = round.censored,
                 completed_hold_ms = completed_hold / 1e6,
-                clean_hold_ms = clean_hold(round) / 1e6,
+                clean_hold_ms = hold / 1e6,
                 "adaptive limit: a probe round's hold times"
             );
-            return self.probe_measured(probe, measured, clean_hold(round));
+            let (measured, hold) = match first_round {
+                Some((first, first_hold)) => (first.pooled(measured), (first_hold + hold) / 2.0),
+                None => (measured, hold),
+            };
+            return self.probe_measured(probe, measured, hold, first_round.is_some());
         }
 
         let baseline = *self.baseline.get_or_insert(completed_hold);
@@ -923,7 +935,6 @@ impl Estimator {
             ceiling: self.limit,
             cause,
             divisor: self.probe_divisor(),
-            first_round: None,
         };
         self.cut_for_probe(probe)
     }
@@ -963,8 +974,9 @@ impl Estimator {
     /// seconds on; found this way, the fix costs no throughput.)
     ///
     /// Otherwise, probe from where the limit stood, held against the
-    /// throughput measured at the raised limit, if the load holds the
-    /// service full. Whether or not the raised limit was kept full, its
+    /// throughput measured at the raised limit (pooled with the limit's
+    /// own rounds if it delivered less than they did), if the load holds
+    /// the service full. Whether or not the raised limit was kept full, its
     /// throughput is no less than the saturated one at the limit in force:
     /// when the raised limit drained the door's queue, its throughput is
     /// all the load asks, and the knee the probe reads is the concurrency
@@ -1030,8 +1042,8 @@ impl Estimator {
         // A raised round that delivered less than the limit in force did
         // measured the same saturated throughput as the rounds at that
         // limit, and read it low: held against it alone, the probe read
-        // the knee as low (at 4x in the lab, raised rounds of 0.77-0.92
-        // of the limit's delivery, then knees of 5.9-6.7 for 8). Pooled
+        // the knee as low (at 4x in the lab, three raised rounds of 0.77 to
+        // 0.92 of the limit's delivery, then knees of 5.9-6.7 for 8). Pooled
         // with those rounds, a slow patch weighs as little as its permits.
         let saturated = if growth < 1.0 && at_limit.rounds.released > 0 {
             Throughput::of(&at_limit.rounds).pooled(Throughput::of(round))
@@ -1043,7 +1055,6 @@ impl Estimator {
             ceiling: raised,
             cause: Cause::Refresh,
             divisor: REFRESH_DIVISOR,
-            first_round: None,
         };
         self.cut_for_probe(probe)
     }
@@ -1097,7 +1108,11 @@ impl Estimator {
             cause = ?probe.cause,
             "adaptive limit: a probe cuts the limit"
         );
-        self.phase = Phase::Probing { probe, from };
+        self.phase = Phase::Probing {
+            probe,
+            from,
+            first_round: None,
+        };
         self.probes += 1;
         // The next probe to learn needs an overload seen after this one.
         self.overload_seen = false;
@@ -1108,8 +1123,16 @@ impl Estimator {
         true
     }
 
-    /// A probe round ended: throughput held (halve again) or fell (the knee).
-    fn probe_measured(&mut self, probe: Probe, measured: Throughput, hold: f64) -> bool {
+    /// A probe round ended (pooled with the one before it at the same cut,
+    /// if `measured_twice`): throughput held (cut again, or first measure
+    /// again) or fell (the knee).
+    fn probe_measured(
+        &mut self,
+        probe: Probe,
+        measured: Throughput,
+        hold: f64,
+        measured_twice: bool,
+    ) -> bool {
         let Probe {
             before,
             ceiling,
@@ -1117,10 +1140,6 @@ impl Estimator {
             ..
         } = probe;
         let at_floor = self.limit() <= self.settings.min;
-        let (measured, hold, measured_twice) = match probe.first_round {
-            Some((first, first_hold)) => (first.pooled(measured), (first_hold + hold) / 2.0, true),
-            None => (measured, hold, false),
-        };
         let rate = measured.rate();
         let held_share = if measured_twice {
             HELD_TWICE
@@ -1128,6 +1147,7 @@ impl Estimator {
             THROUGHPUT_HELD
         };
         let held = rate >= held_share * before.rate();
+        let clearly_held = rate >= THROUGHPUT_CLEARLY_HELD * before.rate();
         tracing::debug!(
             limit = self.limit(),
             before = before.rate(),
@@ -1139,7 +1159,7 @@ impl Estimator {
         );
         // Where throughput clearly held, the probe measured the same
         // saturated throughput again: pool it.
-        let saturated = if rate >= THROUGHPUT_CLEARLY_HELD * before.rate() {
+        let saturated = if clearly_held {
             before.pooled(measured)
         } else {
             before
@@ -1148,19 +1168,19 @@ impl Estimator {
             .baseline
             .filter(|_| self.clean)
             .is_some_and(|baseline| hold <= AT_THE_KNEE * baseline);
-        let barely_held = held && rate < THROUGHPUT_CLEARLY_HELD * before.rate();
+        let barely_held = held && !clearly_held;
         // Not a quarter cut, which descends from a limit that may lie far
         // above the knee: a probe there stands above it more often than
         // not, and a second round only delays the descent.
         let near_the_knee = probe.divisor <= 2.0;
         if barely_held && near_the_knee && !flat && !at_floor && !measured_twice {
             // Measure again at this limit before cutting deeper (see
-            // HELD_TWICE); the permits in flight belong to this epoch.
+            // HELD_TWICE): the permits in flight belong to this epoch, and
+            // the next round starts empty, as every round does.
             tracing::debug!("adaptive limit: a probe measures again");
-            if let Phase::Probing { probe, .. } = &mut self.phase {
-                probe.first_round = Some((measured, hold));
+            if let Phase::Probing { first_round, .. } = &mut self.phase {
+                *first_round = Some((measured, hold));
             }
-            self.round = IntervalSamples::default();
             return false;
         }
         if held && !flat && !at_floor {
@@ -1178,7 +1198,6 @@ impl Estimator {
             return self.cut_for_probe(Probe {
                 before: saturated,
                 divisor: probe.divisor.min(self.probe_divisor()),
-                first_round: None,
                 ..probe
             });
         }

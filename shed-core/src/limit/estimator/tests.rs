@@ -756,7 +756,8 @@ fn a_probe_that_held_when_measured_again_cuts_deeper_without_lowering_the_knee()
     // As above, but the second round at 6 reads 0.95 of the throughput
     // before: pooled, 0.875, the same saturated throughput read low once.
     // So the cut goes on, to 3, where 150/s is three eighths: the knee is 8.
-    // Pooling the 350/s read at 6 into the 400/s before would read it 7.5.
+    // Pooling the 350/s read at 6 into the 400/s before read it 7.25 (with
+    // THROUGHPUT_CLEARLY_HELD lowered to 0.85 to make it pool).
     let mut estimator = backed_off_from_16_to_12();
     feed_until(&mut estimator, kept_full(true), probing);
     assert_eq!(estimator.limit(), 6);
