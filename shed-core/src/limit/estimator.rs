@@ -132,10 +132,13 @@
 //! whose work may go on downstream: a round where more than
 //! `censored_share` of them were censored, held on average at least half the
 //! baseline, cuts the limit by half that share (as AIMD cuts on drops) and
-//! forgets the knee floor until rounds are clean. Censored permits held for
-//! less were cut short by callers who spent their patience at the door, not
-//! by the service, and the door answers for those (it learns how long
-//! callers wait).
+//! forgets the knee floor until rounds are clean. In slow start, once its
+//! throughput stopped growing, the limit has passed the knee, maybe far (the
+//! first counted round doubles blindly): such a round ends slow start with
+//! its quarter-cut probe instead, as it would without censoring. Censored
+//! permits held for less were cut short by callers who spent their
+//! patience at the door, not by the service, and the door answers for
+//! those (it learns how long callers wait).
 //!
 //! # Rounds
 //!
@@ -699,6 +702,21 @@ impl Estimator {
             round.censored,
         );
         if censored > self.settings.censored_share && censored_hold >= baseline / 2.0 {
+            let stopped = self.plateau.is_some() || !self.slow_start_grew(round);
+            if self.phase == Phase::SlowStart && saturated && stopped {
+                // Slow start doubled past the knee, maybe far past it (its
+                // first counted round doubles blindly: 8 to 16 on a
+                // service of 2 slots, where permits are held 8 times as
+                // long and callers hang up). Backed off by half the
+                // censored share, it took two rounds (2 s) to reach 13
+                // there, and halving probes from 13 found the knee 6 s into
+                // the lab's 4x step. The probe that ends slow start cuts to
+                // a quarter at once, as it does without censoring.
+                let stopped_at = self.plateau.map_or(Throughput::of(round), |plateau| {
+                    plateau.pooled(Throughput::of(round))
+                });
+                return self.start_probe(stopped_at, Cause::Evidence);
+            }
             return self.back_off(censored);
         }
         self.back_offs_in_a_row = 0;
@@ -743,13 +761,7 @@ impl Estimator {
                 }
                 return self.start_probe(pooled, Cause::Evidence);
             }
-            // Rates of fewer permits are too noisy to compare: at tiny
-            // limits slow start doubles blindly.
-            let counted = round.released >= RELIABLE_SAMPLES;
-            let grew = !counted
-                || self
-                    .slow_start_rate
-                    .is_none_or(|last| finished_rate >= SLOW_START_GROWTH * last);
+            let grew = self.slow_start_grew(round);
             tracing::debug!(
                 limit = self.limit,
                 rate = finished_rate,
@@ -766,7 +778,7 @@ impl Estimator {
                 }
                 return self.start_probe(Throughput::of(round), Cause::Evidence);
             }
-            self.slow_start_rate = counted.then_some(finished_rate);
+            self.slow_start_rate = (round.released >= RELIABLE_SAMPLES).then_some(finished_rate);
         }
         if !self.clean && self.phase != Phase::SlowStart {
             // A large initial limit may lie far above the knee: its probe
@@ -871,6 +883,19 @@ impl Estimator {
         let target = delivery * baseline / 1e9 * (1.0 + self.headroom);
         self.limit = target.max(self.knee.map_or(0.0, |knee| knee_floor(knee, low)));
         false
+    }
+
+    /// Whether a slow-start round's throughput grew with the limit: it
+    /// finished at least [`SLOW_START_GROWTH`] times what the last counted
+    /// round did at half the limit. Rates of fewer permits are too noisy to
+    /// compare: at tiny limits, and from the first counted round, slow
+    /// start doubles blindly.
+    fn slow_start_grew(&self, round: &IntervalSamples) -> bool {
+        let finished_rate = Throughput::of(round).rate();
+        round.released < RELIABLE_SAMPLES
+            || self
+                .slow_start_rate
+                .is_none_or(|last| finished_rate >= SLOW_START_GROWTH * last)
     }
 
     /// Slow start: twice the limit, measured once its epoch settles.

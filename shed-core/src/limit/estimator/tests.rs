@@ -1050,3 +1050,25 @@ fn explore_throughput_over_48_seeds() {
         }
     }
 }
+
+#[test]
+fn slow_start_doubled_into_hang_ups_is_probed_to_a_quarter_and_within_1_5x_of_the_knee_in_25_intervals(
+) {
+    // The lab's CPU-bound service at 4x: 2 slots of 20 ms, callers who
+    // hang up after 250 ms. Slow start's first counted round doubles
+    // blindly, 8 to 16, where permits are held 160 ms behind a door queue
+    // as long: callers hang up on an eighth of them while their work goes
+    // on, and throughput is no higher than at 8. Backed off by half the
+    // censored share, the limit took two rounds to reach 11 and probed on
+    // from there (11, 5, 3: still 5 after 25 intervals). It is past the
+    // knee, as a round that stopped growing is, and the probe that ends
+    // slow start cuts to a quarter at once.
+    let mut model = Model::new(8, 2, Work::Constant(20 * MS), 400.0);
+    model.patience = Some(250 * MS);
+    model.run(25);
+    let mut cuts = model.trace.clone();
+    cuts.dedup();
+    assert!(cuts.starts_with(&[8, 16, 4, 2]), "{:?}", model.trace);
+    assert_eq!(model.estimator.beliefs().back_offs, 0);
+    assert!(within_1_5x(model.limit(), 2), "{:?}", model.trace);
+}
