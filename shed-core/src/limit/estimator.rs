@@ -135,10 +135,12 @@
 //! forgets the knee floor until rounds are clean. In slow start, once its
 //! throughput stopped growing, the limit has passed the knee, maybe far (the
 //! first counted round doubles blindly): such a round ends slow start with
-//! its quarter-cut probe instead, as it would without censoring. Censored
-//! permits held for less were cut short by callers who spent their
-//! patience at the door, not by the service, and the door answers for
-//! those (it learns how long callers wait).
+//! its quarter-cut probe instead, once the load holds the service full, or
+//! at once if it is the first round after a doubling and the controller
+//! found the load outpacing the service in it (the hang-ups are evidence
+//! enough that this is no burst). Censored permits held for less were cut short
+//! by callers who spent their patience at the door, not by the service, and
+//! the door answers for those (it learns how long callers wait).
 //!
 //! # Rounds
 //!
@@ -427,6 +429,8 @@ pub(crate) struct Estimator {
     /// The rate of permits finished (not censored) in the last slow-start
     /// round that doubled the limit.
     slow_start_rate: Option<f64>,
+    /// Slow start doubled the limit, and no round at it has been judged yet.
+    just_doubled: bool,
     /// Once slow start's throughput stopped growing: its fed rounds since,
     /// pooled (the limit stays where it is until the probe).
     plateau: Option<Throughput>,
@@ -472,6 +476,7 @@ impl Estimator {
             back_offs_in_a_row: 0,
             slow_start_pool: (0, 0),
             slow_start_rate: None,
+            just_doubled: false,
             plateau: None,
             at_limit: Pooled::default(),
             rounds_since_raise: 0,
@@ -628,6 +633,7 @@ impl Estimator {
         let censored = round.censored as f64 / round.samples as f64;
 
         let fed = round.handed_off as f64 >= FED_SHARE * round.released as f64;
+        let first_since_doubling = std::mem::take(&mut self.just_doubled);
         if let Phase::Raising {
             from,
             at_limit,
@@ -703,7 +709,8 @@ impl Estimator {
         );
         if censored > self.settings.censored_share && censored_hold >= baseline / 2.0 {
             let stopped = self.plateau.is_some() || !self.slow_start_grew(round);
-            if self.phase == Phase::SlowStart && saturated && stopped {
+            let overloaded_now = round.overloaded && first_since_doubling;
+            if self.phase == Phase::SlowStart && stopped && (saturated || overloaded_now) {
                 // Slow start doubled past the knee, maybe far past it (its
                 // first counted round doubles blindly: 8 to 16 on a
                 // service of 2 slots, where permits are held 8 times as
@@ -711,12 +718,36 @@ impl Estimator {
                 // censored share, it took two rounds (2 s) to reach 13
                 // there, and halving probes from 13 found the knee 6 s into
                 // the lab's 4x step. The probe that ends slow start cuts to
-                // a quarter at once, as it does without censoring.
+                // a quarter at once, as it does without censoring. Callers
+                // hanging up on held permits, throughput that stopped
+                // growing and the controller's overload in this round are
+                // evidence enough: the half second of rounds that hand
+                // nearly every slot to a waiter, which tells a burst from
+                // an overload where nothing else does, was not there in
+                // the first second of the lab's 4x step (92% handed off,
+                // the level's refusals thinning the door's queue), and the
+                // back-offs went on for 3 s more. Only in the first round
+                // after a doubling, though: its growth test compares two
+                // rounds in a row. Slow start that sat at 16 below the
+                // knee's load (0.8x) compares a slowdown's first round with
+                // a round at 8 from seconds before; a probe held against
+                // that round (a transition's, read at 89/s and at 152/s for
+                // a service of 136) read the knee at 5.7 and at 9.7 for 8.
                 let stopped_at = self.plateau.map_or(Throughput::of(round), |plateau| {
                     plateau.pooled(Throughput::of(round))
                 });
                 return self.start_probe(stopped_at, Cause::Evidence);
             }
+            // Why a slow-start round backed off rather than probed.
+            tracing::debug!(
+                slow_start = self.phase == Phase::SlowStart,
+                stopped,
+                saturated,
+                overloaded = round.overloaded,
+                handed_off = round.handed_off,
+                released = round.released,
+                "adaptive limit: a censored round"
+            );
             return self.back_off(censored);
         }
         self.back_offs_in_a_row = 0;
@@ -901,6 +932,7 @@ impl Estimator {
     /// Slow start: twice the limit, measured once its epoch settles.
     fn double(&mut self) -> bool {
         self.limit *= 2.0;
+        self.just_doubled = true;
         self.restart_round();
         true
     }

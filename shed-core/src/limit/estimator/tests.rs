@@ -714,16 +714,64 @@ fn a_probe_out_of_slow_start_cuts_by_a_quarter_once_then_by_half() {
 }
 
 /// Slow start sits at 16 on a service of 8 slots; callers abandon half the
-/// permits, and the limit backs off to 12.
+/// permits (a slowdown's first round, before the controller has found the
+/// load outpacing the service), and the limit backs off to 12.
 fn backed_off_from_16_to_12() -> Estimator {
     let mut estimator = Estimator::new(settings(8));
     feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
-    let censored_at_16 = kept_fed(80, 40, 20 * MS, true);
+    let censored_at_16 = kept_fed(80, 40, 20 * MS, false);
     feed_until(&mut estimator, censored_at_16, |e| {
         e.beliefs().back_offs > 0
     });
     assert_eq!(estimator.limit(), 12);
     estimator
+}
+
+#[test]
+fn slow_start_past_the_knee_probes_on_hang_ups_in_an_overload_not_yet_held_for_half_a_second() {
+    // The first second of the lab's CPU-bound 4x step: slow start at 16
+    // finishes no more than at 8, callers hang up on a sixth of the
+    // permits, and the controller finds the load outpacing the service,
+    // but the level's refusals thin the door's queue: 92% of the released
+    // slots were handed straight to a waiter, not 98%. The probe that ends
+    // slow start cuts to a quarter, 4; no back-off.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    let first_second = IntervalSamples {
+        handed_off: 44,
+        ..kept_fed(48, 8, 20 * MS, true)
+    };
+    feed_until(&mut estimator, first_second, |e| e.limit() != 16);
+    assert_eq!(estimator.beliefs().back_offs, 0);
+    assert!(probing(&estimator), "{:?}", estimator.beliefs());
+    assert_eq!(estimator.limit(), 4);
+}
+
+#[test]
+fn hang_ups_long_after_slow_start_reached_16_back_off_until_the_overload_has_held() {
+    // Slow start doubled to 16 under a load below the knee's: its rounds
+    // there were not fed, so it sat at 16 untested. Then the service slows
+    // down: the first round's callers hang up, and its throughput, half
+    // the old service's and half the new one's, compared with a round at 8
+    // from long before, says nothing of the knee. It backs off; the probe
+    // waits for the overload to hold the service full.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    let below_the_knee = IntervalSamples {
+        handed_off: 10,
+        ..kept_full(false)
+    };
+    for _ in 0..20 {
+        estimator.on_interval(below_the_knee);
+    }
+    assert_eq!(estimator.limit(), 16);
+    let slowdown = IntervalSamples {
+        handed_off: 44,
+        ..kept_fed(48, 8, 20 * MS, true)
+    };
+    feed_until(&mut estimator, slowdown, |e| e.limit() != 16);
+    assert_eq!(estimator.beliefs().back_offs, 1);
+    assert!(!probing(&estimator), "{:?}", estimator.beliefs());
 }
 
 #[test]
