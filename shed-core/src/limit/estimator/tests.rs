@@ -560,6 +560,14 @@ fn kept_full(overloaded: bool) -> IntervalSamples {
     slots_kept_full(8, overloaded)
 }
 
+/// Slow start from 8 on a service of 8 slots kept full without overload,
+/// just doubled to 16 (throughput at 8: 400 permits a second).
+fn slow_start_at_16_on_8_slots() -> Estimator {
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    estimator
+}
+
 /// Feeds `interval` until `done`, failing after a minute of intervals.
 fn feed_until(
     estimator: &mut Estimator,
@@ -655,10 +663,9 @@ fn a_probe_reads_the_knee_at_the_limit_in_force_not_the_estimate_it_was_rounded_
 
 #[test]
 fn an_overload_seen_while_an_epoch_settles_counts_for_the_next_round() {
-    let mut estimator = Estimator::new(settings(8));
     // Slow start doubles to 16: the next interval's releases are all of
     // the old epoch (skipped), and the controller found it overloaded.
-    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    let mut estimator = slow_start_at_16_on_8_slots();
     let settling = IntervalSamples {
         samples: 0,
         hold: 0,
@@ -717,8 +724,7 @@ fn a_probe_out_of_slow_start_cuts_by_a_quarter_once_then_by_half() {
 /// permits (a slowdown's first round, before the controller has found the
 /// load outpacing the service), and the limit backs off to 12.
 fn backed_off_from_16_to_12() -> Estimator {
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    let mut estimator = slow_start_at_16_on_8_slots();
     let censored_at_16 = kept_fed(80, 40, 20 * MS, false);
     feed_until(&mut estimator, censored_at_16, |e| {
         e.beliefs().back_offs > 0
@@ -735,8 +741,7 @@ fn slow_start_past_the_knee_probes_on_hang_ups_in_an_overload_not_yet_held_for_h
     // but the level's refusals thin the door's queue: 92% of the released
     // slots were handed straight to a waiter, not 98%. The probe that ends
     // slow start cuts to a quarter, 4; no back-off.
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    let mut estimator = slow_start_at_16_on_8_slots();
     let first_second = IntervalSamples {
         handed_off: 44,
         ..kept_fed(48, 8, 20 * MS, true)
@@ -755,8 +760,7 @@ fn hang_ups_long_after_slow_start_reached_16_back_off_until_the_overload_has_hel
     // the old service's and half the new one's, compared with a round at 8
     // from long before, says nothing of the knee. It backs off; the probe
     // waits for the overload to hold the service full.
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    let mut estimator = slow_start_at_16_on_8_slots();
     let below_the_knee = IntervalSamples {
         handed_off: 10,
         ..kept_full(false)
@@ -825,8 +829,7 @@ fn slow_start_counts_what_the_service_finished_not_a_wave_of_hang_ups() {
     // while callers who spent their patience at the door hang up on as
     // many again soon after their requests start. 800 given back a second
     // is no growth: slow start stays at 16.
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    let mut estimator = slow_start_at_16_on_8_slots();
     let hang_up_wave = kept_fed(80, 40, 5 * MS, false);
     for _ in 0..20 {
         estimator.on_interval(hang_up_wave);
@@ -842,8 +845,7 @@ fn once_slow_start_stops_growing_a_round_that_reads_more_does_not_double_it() {
     // round at 8 again and again, one read a quarter more sooner or later
     // and doubled the limit to 32 at 1x load in the lab. Slow start holds
     // 16 until the probe.
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(false), |e| e.limit() == 16);
+    let mut estimator = slow_start_at_16_on_8_slots();
     for _ in 0..20 {
         estimator.on_interval(kept_full(false));
     }
