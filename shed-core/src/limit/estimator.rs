@@ -708,9 +708,12 @@ impl Estimator {
             round.censored,
         );
         if censored > self.settings.censored_share && censored_hold >= baseline / 2.0 {
-            let stopped = self.plateau.is_some() || !self.slow_start_grew(round);
+            let stopped_at = self.slow_start_plateau(round);
             let overloaded_now = round.overloaded && first_since_doubling;
-            if self.phase == Phase::SlowStart && stopped && (saturated || overloaded_now) {
+            let may_probe = saturated || overloaded_now;
+            if let Some(stopped_at) =
+                stopped_at.filter(|_| self.phase == Phase::SlowStart && may_probe)
+            {
                 // Slow start doubled past the knee, maybe far past it (its
                 // first counted round doubles blindly: 8 to 16 on a
                 // service of 2 slots, where permits are held 8 times as
@@ -733,21 +736,19 @@ impl Estimator {
                 // a round at 8 from seconds before; a probe held against
                 // that round (a transition's, read at 89/s and at 152/s for
                 // a service of 136) read the knee at 5.7 and at 9.7 for 8.
-                let stopped_at = self.plateau.map_or(Throughput::of(round), |plateau| {
-                    plateau.pooled(Throughput::of(round))
-                });
                 return self.start_probe(stopped_at, Cause::Evidence);
             }
-            // Why a slow-start round backed off rather than probed.
-            tracing::debug!(
-                slow_start = self.phase == Phase::SlowStart,
-                stopped,
-                saturated,
-                overloaded = round.overloaded,
-                handed_off = round.handed_off,
-                released = round.released,
-                "adaptive limit: a censored round"
-            );
+            if self.phase == Phase::SlowStart {
+                // Why a slow-start round backed off rather than probed.
+                tracing::debug!(
+                    stopped = stopped_at.is_some(),
+                    saturated,
+                    overloaded = round.overloaded,
+                    handed_off = round.handed_off,
+                    released = round.released,
+                    "adaptive limit: a censored slow-start round"
+                );
+            }
             return self.back_off(censored);
         }
         self.back_offs_in_a_row = 0;
@@ -778,36 +779,30 @@ impl Estimator {
             // door has learnt how long they wait) gives back permits faster
             // than any service finishes them, and read as growth it doubled
             // slow start past the knee (541/s at 16 on a service of 394/s).
-            if let Some(plateau) = self.plateau {
-                // Throughput stopped growing at this limit already: a later
-                // round that reads more is noise (rounds of 64 permits vary
-                // by a tenth; compared again and again, one reads a
-                // quarter more sooner or later, and doubled the limit past
-                // the knee at 1x load). Pool them instead: the probe is held
-                // against all of them.
-                let pooled = plateau.pooled(Throughput::of(round));
-                self.plateau = Some(pooled);
-                if !saturated {
-                    return false;
-                }
-                return self.start_probe(pooled, Cause::Evidence);
+            // Once throughput stopped growing at this limit, a later round
+            // that reads more is noise (rounds of 64 permits vary by a
+            // tenth; compared again and again with the round at 8, one
+            // reads a quarter more sooner or later, and doubled the limit
+            // past the knee at 1x load). Such rounds are pooled instead:
+            // the probe is held against all of them.
+            let stopped_at = self.slow_start_plateau(round);
+            if self.plateau.is_none() {
+                tracing::debug!(
+                    limit = self.limit,
+                    rate = finished_rate,
+                    last = ?self.slow_start_rate,
+                    grew = stopped_at.is_none(),
+                    "adaptive limit: a slow-start round ended"
+                );
             }
-            let grew = self.slow_start_grew(round);
-            tracing::debug!(
-                limit = self.limit,
-                rate = finished_rate,
-                last = ?self.slow_start_rate,
-                grew,
-                "adaptive limit: a slow-start round ended"
-            );
-            if !grew {
+            if let Some(stopped_at) = stopped_at {
                 // Past the knee: the probe that measures it waits until the
                 // load is seen to hold the service full.
-                self.plateau = Some(Throughput::of(round));
+                self.plateau = Some(stopped_at);
                 if !saturated {
                     return false;
                 }
-                return self.start_probe(Throughput::of(round), Cause::Evidence);
+                return self.start_probe(stopped_at, Cause::Evidence);
             }
             self.slow_start_rate = (round.released >= RELIABLE_SAMPLES).then_some(finished_rate);
         }
@@ -927,6 +922,18 @@ impl Estimator {
             || self
                 .slow_start_rate
                 .is_none_or(|last| finished_rate >= SLOW_START_GROWTH * last)
+    }
+
+    /// What slow start's exit probe is held against, once its throughput
+    /// stopped growing: the rounds since it stopped (the plateau) pooled
+    /// with this one, or this one if it is the first not to grow. `None`
+    /// while throughput grows with the limit.
+    fn slow_start_plateau(&self, round: &IntervalSamples) -> Option<Throughput> {
+        match self.plateau {
+            Some(plateau) => Some(plateau.pooled(Throughput::of(round))),
+            None if !self.slow_start_grew(round) => Some(Throughput::of(round)),
+            None => None,
+        }
     }
 
     /// Slow start: twice the limit, measured once its epoch settles.
