@@ -324,10 +324,13 @@ enum Phase {
     /// The limit was cut from `from`, for `probe`. `first_round`: a
     /// round at this cut that held only barely, to be pooled with the next
     /// (see [`HELD_TWICE`]): its throughput and clean hold time.
+    /// `starved`: a round at this cut was not fed in an overload, and is
+    /// being measured again.
     Probing {
         probe: Probe,
         from: f64,
         first_round: Option<(Throughput, f64)>,
+        starved: bool,
     },
     /// A refresh first raises the limit from `from` for a round, so that
     /// the throughput its probe is held against is measured above the knee
@@ -647,9 +650,36 @@ impl Estimator {
             probe,
             from,
             first_round,
+            starved,
         } = self.phase
         {
             if !fed {
+                tracing::debug!(
+                    limit = self.limit,
+                    from,
+                    overloaded = round.overloaded,
+                    handed_off = round.handed_off,
+                    released = round.released,
+                    "adaptive limit: a probe round was not fed"
+                );
+                if round.overloaded && !starved {
+                    // The door's refusals, not a lack of callers, emptied
+                    // its queue: a cut builds a queue at the door, and the
+                    // controller sheds against it (in the lab's CPU-bound
+                    // 2x step, 61 of 70 slots released at 4 found a
+                    // waiter). The load is there: measure again, once.
+                    // Abandoned, that probe went back to 16 on a service
+                    // of 2 slots, the next one halved where slow start's
+                    // quarters, and the knee was found seconds later (a
+                    // p99 of 238 ms, against 70 ms).
+                    self.phase = Phase::Probing {
+                        probe,
+                        from,
+                        first_round,
+                        starved: true,
+                    };
+                    return false;
+                }
                 // The load fell away during the probe: its throughput says
                 // nothing about the service. Back to where it was.
                 return self.abandon_probe(from);
@@ -1176,6 +1206,7 @@ impl Estimator {
             probe,
             from,
             first_round: None,
+            starved: false,
         };
         self.probes += 1;
         // The next probe to learn needs an overload seen after this one.

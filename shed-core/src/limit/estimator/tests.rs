@@ -682,6 +682,61 @@ fn an_overload_seen_while_an_epoch_settles_counts_for_the_next_round() {
     assert!(estimator.beliefs().probes > 0, "{:?}", estimator.beliefs());
 }
 
+/// Slow start at 16 on a service of 8 slots, kept full in an overload: the
+/// probe that ends it has cut to 4.
+fn probing_at_4_out_of_slow_start() -> Estimator {
+    let mut estimator = slow_start_at_16_on_8_slots();
+    feed_until(&mut estimator, kept_full(true), probing);
+    assert_eq!(estimator.limit(), 4);
+    estimator
+}
+
+/// 4 slots in an overload whose door's queue ran dry now and then: 17 of
+/// 20 released slots found a waiter (the lab's CPU-bound 2x step: 61 of 70).
+fn starved_at_4() -> IntervalSamples {
+    IntervalSamples {
+        handed_off: 17,
+        ..slots_kept_full(4, true)
+    }
+}
+
+#[test]
+fn a_probe_round_starved_by_the_doors_refusals_is_measured_again() {
+    // One round at 4 (80 permits, where a probe at 4 needs 64) that the
+    // door's refusals starved: the probe stays, and the next round, fed,
+    // finds the knee (200 permits a second at 4, 400 at 16: 8).
+    let mut estimator = probing_at_4_out_of_slow_start();
+    for _ in 0..4 {
+        estimator.on_interval(starved_at_4());
+    }
+    assert!(probing(&estimator), "{:?}", estimator.beliefs());
+    assert_eq!(estimator.limit(), 4);
+    let knee = knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    assert!((7.9..=8.1).contains(&knee), "{knee}");
+}
+
+#[test]
+fn a_probe_starved_for_two_rounds_or_not_fed_without_overload_is_abandoned() {
+    // Starved twice: measured again once, then back to 16 (8 intervals).
+    let mut estimator = probing_at_4_out_of_slow_start();
+    for _ in 0..8 {
+        estimator.on_interval(starved_at_4());
+    }
+    assert!(!probing(&estimator), "{:?}", estimator.beliefs());
+    assert_eq!(estimator.limit(), 16);
+    // The load fell away (no overload): back to 16 after one round.
+    let mut estimator = probing_at_4_out_of_slow_start();
+    let fell_away = IntervalSamples {
+        overloaded: false,
+        ..starved_at_4()
+    };
+    for _ in 0..4 {
+        estimator.on_interval(fell_away);
+    }
+    assert!(!probing(&estimator), "{:?}", estimator.beliefs());
+    assert_eq!(estimator.limit(), 16);
+}
+
 /// 8 slots kept full for an interval, half of whose permits were abandoned
 /// by their callers after holding their slots as long as the others: a
 /// round that backs off.
