@@ -737,6 +737,29 @@ fn a_probe_starved_for_two_rounds_or_not_fed_without_overload_is_abandoned() {
     assert_eq!(estimator.limit(), 16);
 }
 
+#[test]
+fn a_refresh_probe_starved_by_the_doors_refusals_is_abandoned_at_once() {
+    // A refresh cuts a third below the limit the knee set: one starved
+    // round there sends it straight back (to 8 or the headroom above it).
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(true), probing);
+    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    let from = estimator.limit();
+    feed_until(&mut estimator, kept_full(true), |e| e.limit() > from);
+    feed_until(&mut estimator, kept_full(true), |e| e.limit() < from);
+    assert_eq!(estimator.limit(), 6);
+    let starved_at_6 = IntervalSamples {
+        handed_off: 25,
+        ..slots_kept_full(6, true)
+    };
+    // One round at 6: 120 permits in 4 intervals, where it needs 96.
+    for _ in 0..4 {
+        estimator.on_interval(starved_at_6);
+    }
+    assert!(!probing(&estimator), "{:?}", estimator.beliefs());
+    assert!(estimator.limit() >= from, "{:?}", estimator.beliefs());
+}
+
 /// 8 slots kept full for an interval, half of whose permits were abandoned
 /// by their callers after holding their slots as long as the others: a
 /// round that backs off.
