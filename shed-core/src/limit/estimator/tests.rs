@@ -737,10 +737,11 @@ fn a_probe_starved_for_two_rounds_or_not_fed_without_overload_is_abandoned() {
     assert_eq!(estimator.limit(), 16);
 }
 
-#[test]
-fn a_refresh_probe_starved_by_the_doors_refusals_is_abandoned_at_once() {
-    // A refresh cuts a third below the limit the knee set: one starved
-    // round there sends it straight back (to 8 or the headroom above it).
+/// Slow start, then a probe: the knee is 8 and hold times are 20 ms. The
+/// refresh raises the limit for a round (the service still runs 8 at once),
+/// then cuts a third below where it stood, to 6 of the 8. Returns the
+/// estimator and the limit the probe's knee set.
+fn refresh_probing_at_6_of_8_slots() -> (Estimator, u32) {
     let mut estimator = Estimator::new(settings(8));
     feed_until(&mut estimator, kept_full(true), probing);
     knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
@@ -748,6 +749,14 @@ fn a_refresh_probe_starved_by_the_doors_refusals_is_abandoned_at_once() {
     feed_until(&mut estimator, kept_full(true), |e| e.limit() > from);
     feed_until(&mut estimator, kept_full(true), |e| e.limit() < from);
     assert_eq!(estimator.limit(), 6);
+    (estimator, from)
+}
+
+#[test]
+fn a_refresh_probe_starved_by_the_doors_refusals_is_abandoned_at_once() {
+    // One starved round a third below the limit the knee set sends the
+    // refresh straight back (to 8 or the headroom above it).
+    let (mut estimator, from) = refresh_probing_at_6_of_8_slots();
     let starved_at_6 = IntervalSamples {
         handed_off: 25,
         ..slots_kept_full(6, true)
@@ -936,16 +945,7 @@ fn once_slow_start_stops_growing_a_round_that_reads_more_does_not_double_it() {
 
 #[test]
 fn a_refresh_probe_that_holds_throughput_just_below_the_knee_reads_the_knee() {
-    // Slow start, then a probe: the knee is 8 and hold times are 20 ms.
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(true), probing);
-    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
-    let from = estimator.limit();
-    // The refresh raises the limit for a round (the service still runs 8
-    // at once), then cuts a third below where it stood, to 6 of the 8.
-    feed_until(&mut estimator, kept_full(true), |e| e.limit() > from);
-    feed_until(&mut estimator, kept_full(true), |e| e.limit() < from);
-    assert_eq!(estimator.limit(), 6);
+    let (mut estimator, _) = refresh_probing_at_6_of_8_slots();
     // Throughput falls to three quarters (held, by the probe's rule) with
     // hold times flat: Little's law there is 6, and the knee 6 x 400 / 300.
     let knee = knee_when_the_probe_ends(&mut estimator, slots_kept_full(6, true));
