@@ -674,13 +674,10 @@ impl Estimator {
                     // p99 of 238 ms, against 70 ms). A refresh's probe is
                     // abandoned at once: it goes back to the limit the
                     // knee believed set, and a second round a third below
-                    // it cost a capacity drop 1.1 s at 6 of 8 slots.
-                    self.phase = Phase::Probing {
-                        probe,
-                        from,
-                        first_round,
-                        starved: true,
-                    };
+                    // it cost a capacity drop 1.0 s at 6 of 8 slots.
+                    if let Phase::Probing { starved, .. } = &mut self.phase {
+                        *starved = true;
+                    }
                     return false;
                 }
                 // The load fell away during the probe: its throughput says
@@ -741,46 +738,8 @@ impl Estimator {
             round.censored,
         );
         if censored > self.settings.censored_share && censored_hold >= baseline / 2.0 {
-            let stopped_at = self.slow_start_plateau(round);
-            let overloaded_now = round.overloaded && first_since_doubling;
-            let may_probe = saturated || overloaded_now;
-            if let Some(stopped_at) =
-                stopped_at.filter(|_| self.phase == Phase::SlowStart && may_probe)
-            {
-                // Slow start doubled past the knee, maybe far past it (its
-                // first counted round doubles blindly: 8 to 16 on a
-                // service of 2 slots, where permits are held 8 times as
-                // long and callers hang up). Backed off by half the
-                // censored share, it took two rounds (2 s) to reach 13
-                // there, and halving probes from 13 found the knee 6 s into
-                // the lab's 4x step. The probe that ends slow start cuts to
-                // a quarter at once, as it does without censoring. Callers
-                // hanging up on held permits, throughput that stopped
-                // growing and the controller's overload in this round are
-                // evidence enough: the half second of rounds that hand
-                // nearly every slot to a waiter, which tells a burst from
-                // an overload where nothing else does, was not there in
-                // the first second of the lab's 4x step (92% handed off,
-                // the level's refusals thinning the door's queue), and the
-                // back-offs went on for 3 s more. Only in the first round
-                // after a doubling, though: its growth test compares two
-                // rounds in a row. Slow start that sat at 16 below the
-                // knee's load (0.8x) compares a slowdown's first round with
-                // a round at 8 from seconds before; a probe held against
-                // that round (a transition's, read at 89/s and at 152/s for
-                // a service of 136) read the knee at 5.7 and at 9.7 for 8.
-                return self.start_probe(stopped_at, Cause::Evidence);
-            }
             if self.phase == Phase::SlowStart {
-                // Why a slow-start round backed off rather than probed.
-                tracing::debug!(
-                    stopped = stopped_at.is_some(),
-                    saturated,
-                    overloaded = round.overloaded,
-                    handed_off = round.handed_off,
-                    released = round.released,
-                    "adaptive limit: a censored slow-start round"
-                );
+                return self.slow_start_censored(round, censored, saturated, first_since_doubling);
             }
             return self.back_off(censored);
         }
@@ -967,6 +926,56 @@ impl Estimator {
             None if !self.slow_start_grew(round) => Some(Throughput::of(round)),
             None => None,
         }
+    }
+
+    /// A slow-start round whose callers hung up on held permits: the
+    /// quarter-cut probe that ends slow start, if its throughput stopped
+    /// growing and the load is seen to hold (or, in the first round after a
+    /// doubling, to outpace) the service; else a back-off.
+    fn slow_start_censored(
+        &mut self,
+        round: &IntervalSamples,
+        censored: f64,
+        saturated: bool,
+        first_since_doubling: bool,
+    ) -> bool {
+        let stopped_at = self.slow_start_plateau(round);
+        let may_probe = saturated || (round.overloaded && first_since_doubling);
+        if let Some(stopped_at) = stopped_at.filter(|_| may_probe) {
+            // Slow start doubled past the knee, maybe far past it (its
+            // first counted round doubles blindly: 8 to 16 on a
+            // service of 2 slots, where permits are held 8 times as
+            // long and callers hang up). Backed off by half the
+            // censored share, it took two rounds (2 s) to reach 13
+            // there, and halving probes from 13 found the knee 6 s into
+            // the lab's 4x step. The probe that ends slow start cuts to
+            // a quarter at once, as it does without censoring. Callers
+            // hanging up on held permits, throughput that stopped
+            // growing and the controller's overload in this round are
+            // evidence enough: the half second of rounds that hand
+            // nearly every slot to a waiter, which tells a burst from
+            // an overload where nothing else does, was not there in
+            // the first second of the lab's 4x step (92% handed off,
+            // the level's refusals thinning the door's queue), and the
+            // back-offs went on for 3 s more. Only in the first round
+            // after a doubling, though: its growth test compares two
+            // rounds in a row. Slow start that sat at 16 below the
+            // knee's load (0.8x) compares a slowdown's first round with
+            // a round at 8 from seconds before; a probe held against
+            // that round (a transition's, read at 89/s and at 152/s for
+            // a service of 136) read the knee at 5.7 and at 9.7 for 8.
+            return self.start_probe(stopped_at, Cause::Evidence);
+        }
+        // Why it backed off rather than probed.
+        tracing::debug!(
+            stopped = stopped_at.is_some(),
+            saturated,
+            overloaded = round.overloaded,
+            handed_off = round.handed_off,
+            released = round.released,
+            "adaptive limit: a censored slow-start round"
+        );
+        self.back_off(censored)
     }
 
     /// Slow start: twice the limit, measured once its epoch settles.

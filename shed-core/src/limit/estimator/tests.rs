@@ -691,12 +691,14 @@ fn probing_at_4_out_of_slow_start() -> Estimator {
     estimator
 }
 
-/// 4 slots in an overload whose door's queue ran dry now and then: 17 of
-/// 20 released slots found a waiter (the lab's CPU-bound 2x step: 61 of 70).
-fn starved_at_4() -> IntervalSamples {
+/// `slots` in an overload whose door's queue ran dry now and then: 85% of
+/// the released slots found a waiter (the lab's CPU-bound 2x step: 61 of
+/// 70), 17 of 20 at 4 slots.
+fn starved(slots: u64) -> IntervalSamples {
+    let full = slots_kept_full(slots, true);
     IntervalSamples {
-        handed_off: 17,
-        ..slots_kept_full(4, true)
+        handed_off: full.released * 85 / 100,
+        ..full
     }
 }
 
@@ -707,7 +709,7 @@ fn a_probe_round_starved_by_the_doors_refusals_is_measured_again() {
     // finds the knee (200 permits a second at 4, 400 at 16: 8).
     let mut estimator = probing_at_4_out_of_slow_start();
     for _ in 0..4 {
-        estimator.on_interval(starved_at_4());
+        estimator.on_interval(starved(4));
     }
     assert!(probing(&estimator), "{:?}", estimator.beliefs());
     assert_eq!(estimator.limit(), 4);
@@ -720,7 +722,7 @@ fn a_probe_starved_for_two_rounds_or_not_fed_without_overload_is_abandoned() {
     // Starved twice: measured again once, then back to 16 (8 intervals).
     let mut estimator = probing_at_4_out_of_slow_start();
     for _ in 0..8 {
-        estimator.on_interval(starved_at_4());
+        estimator.on_interval(starved(4));
     }
     assert!(!probing(&estimator), "{:?}", estimator.beliefs());
     assert_eq!(estimator.limit(), 16);
@@ -728,7 +730,7 @@ fn a_probe_starved_for_two_rounds_or_not_fed_without_overload_is_abandoned() {
     let mut estimator = probing_at_4_out_of_slow_start();
     let fell_away = IntervalSamples {
         overloaded: false,
-        ..starved_at_4()
+        ..starved(4)
     };
     for _ in 0..4 {
         estimator.on_interval(fell_away);
@@ -757,13 +759,9 @@ fn a_refresh_probe_starved_by_the_doors_refusals_is_abandoned_at_once() {
     // One starved round a third below the limit the knee set sends the
     // refresh straight back (to 8 or the headroom above it).
     let (mut estimator, from) = refresh_probing_at_6_of_8_slots();
-    let starved_at_6 = IntervalSamples {
-        handed_off: 25,
-        ..slots_kept_full(6, true)
-    };
     // One round at 6: 120 permits in 4 intervals, where it needs 96.
     for _ in 0..4 {
-        estimator.on_interval(starved_at_6);
+        estimator.on_interval(starved(6));
     }
     assert!(!probing(&estimator), "{:?}", estimator.beliefs());
     assert!(estimator.limit() >= from, "{:?}", estimator.beliefs());
@@ -820,6 +818,16 @@ fn backed_off_from_16_to_12() -> Estimator {
     estimator
 }
 
+/// 8 slots in an overload whose callers hang up on a sixth of the permits
+/// (held as long as the rest), and whose door's queue the level's
+/// refusals thin: 44 of 48 released slots found a waiter (92%, not 98%).
+fn hang_ups_in_an_overload() -> IntervalSamples {
+    IntervalSamples {
+        handed_off: 44,
+        ..kept_fed(48, 8, 20 * MS, true)
+    }
+}
+
 #[test]
 fn slow_start_past_the_knee_probes_on_hang_ups_in_an_overload_not_yet_held_for_half_a_second() {
     // The first second of the lab's CPU-bound 4x step: slow start at 16
@@ -829,11 +837,9 @@ fn slow_start_past_the_knee_probes_on_hang_ups_in_an_overload_not_yet_held_for_h
     // slots were handed straight to a waiter, not 98%. The probe that ends
     // slow start cuts to a quarter, 4; no back-off.
     let mut estimator = slow_start_at_16_on_8_slots();
-    let first_second = IntervalSamples {
-        handed_off: 44,
-        ..kept_fed(48, 8, 20 * MS, true)
-    };
-    feed_until(&mut estimator, first_second, |e| e.limit() != 16);
+    feed_until(&mut estimator, hang_ups_in_an_overload(), |e| {
+        e.limit() != 16
+    });
     assert_eq!(estimator.beliefs().back_offs, 0);
     assert!(probing(&estimator), "{:?}", estimator.beliefs());
     assert_eq!(estimator.limit(), 4);
@@ -856,11 +862,9 @@ fn hang_ups_long_after_slow_start_reached_16_back_off_until_the_overload_has_hel
         estimator.on_interval(below_the_knee);
     }
     assert_eq!(estimator.limit(), 16);
-    let slowdown = IntervalSamples {
-        handed_off: 44,
-        ..kept_fed(48, 8, 20 * MS, true)
-    };
-    feed_until(&mut estimator, slowdown, |e| e.limit() != 16);
+    feed_until(&mut estimator, hang_ups_in_an_overload(), |e| {
+        e.limit() != 16
+    });
     assert_eq!(estimator.beliefs().back_offs, 1);
     assert!(!probing(&estimator), "{:?}", estimator.beliefs());
 }
