@@ -407,6 +407,7 @@ impl Controller {
         Closed {
             elapsed,
             overloaded: overloaded && !idle,
+            shedding: level != Level::NONE,
         }
     }
 }
@@ -425,6 +426,9 @@ pub(crate) struct Closed {
     /// Whether the level rose for overload: a standing queue while the load
     /// offered outpaced the drain rate, or a wave of hang-ups.
     pub(crate) overloaded: bool,
+    /// Whether the level in force during the interval shed some rank: the
+    /// load that passed the door was less than the load offered.
+    pub(crate) shedding: bool,
 }
 
 /// A rank's shortest wait and count of waits, carried over intervals until

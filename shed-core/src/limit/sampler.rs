@@ -95,6 +95,7 @@ impl Sampler {
         IntervalSamples {
             elapsed: closed.elapsed,
             overloaded: closed.overloaded,
+            shedding: closed.shedding,
             blocked: take(&self.blocked),
             released: take(&self.released),
             released_censored: take(&self.released_censored),
@@ -116,6 +117,7 @@ mod tests {
         Closed {
             elapsed,
             overloaded: false,
+            shedding: false,
         }
     }
 

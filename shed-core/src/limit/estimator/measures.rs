@@ -10,6 +10,11 @@ pub(crate) struct IntervalSamples {
     /// [`Closed`](crate::controller::Closed)); a round of several intervals
     /// is when any of them was.
     pub(crate) overloaded: bool,
+    /// Whether the admission level shed some rank in the interval (in a
+    /// round: in any of its intervals): arrivals were refused at the door
+    /// whatever the slots, so a round whose queue ran dry measured what
+    /// the level let in, not what the load asks.
+    pub(crate) shedding: bool,
     /// Arrivals that found no free slot (the limit was binding).
     pub(crate) blocked: u64,
     /// Permits given back, whenever they were admitted.
@@ -38,6 +43,7 @@ impl IntervalSamples {
     pub(super) fn add(&mut self, other: &IntervalSamples) {
         self.elapsed = self.elapsed.saturating_add(other.elapsed);
         self.overloaded |= other.overloaded;
+        self.shedding |= other.shedding;
         self.blocked = self.blocked.saturating_add(other.blocked);
         self.released = self.released.saturating_add(other.released);
         self.released_censored = (self.released_censored).saturating_add(other.released_censored);
