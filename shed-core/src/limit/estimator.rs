@@ -123,10 +123,12 @@
 //! Near 1x load a limit below the knee makes its own evidence: the
 //! admission level sheds what the limit cannot drain, so the door admits
 //! what the limit delivers, and a raised round that drains the door's queue
-//! while the level still sheds measures the level, not the load. Such a
-//! round is measured again, once (the level relaxes once the raised limit
-//! drains what arrives), and no probe is held against one that measured
-//! the level twice.
+//! while the level still sheds measures the level, not the load. So while a
+//! raised round lasts the raised limit is the one the service is held to
+//! sustain (the controller drains the door at its rate), such a round is
+//! measured again, once (the level relaxes once the raised limit drains
+//! what arrives), and no probe is held against one that measured the level
+//! twice.
 //!
 //! A service that got three times slower but still runs `K` requests at
 //! once keeps its limit: the probe finds throughput falling at `K / 2` and
@@ -507,6 +509,12 @@ impl Estimator {
     /// The limit the service is held to sustain: the one in force, or
     /// during a probe the one it cut from (the cut lasts a round, and the
     /// queue it builds is the probe's doing, not overload).
+    ///
+    /// A refresh's raised limit is in force and sustained for its round:
+    /// the controller drains the door at its rate. Held at the limit it
+    /// rose from, the controller went on shedding what that limit could not
+    /// drain, and the raised round measured what the level let in (at 1x in
+    /// the lab the level rose from 18 to 610 during a raise from 7 to 9).
     pub(crate) fn sustained_limit(&self) -> u32 {
         to_limit(self.sustained_estimate(), &self.settings)
     }
@@ -515,7 +523,7 @@ impl Estimator {
     /// during a probe, the one it cut from.
     fn sustained_estimate(&self) -> f64 {
         match self.phase {
-            Phase::Probing { from, .. } | Phase::Raising { from, .. } => from,
+            Phase::Probing { from, .. } => from,
             _ => self.limit,
         }
     }
