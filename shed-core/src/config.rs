@@ -365,7 +365,7 @@ impl ShedderBuilder {
         Ok(Shedder::from_config(self.validate()?))
     }
 
-    fn validate(self) -> Result<Config, ConfigError> {
+    pub(crate) fn validate(self) -> Result<Config, ConfigError> {
         let fail = |setting, problem: String| Err(ConfigError { setting, problem });
         let limit = match self.limit {
             LimitChoice::Fixed(limit) => LimitConfig::Fixed(validate_limit(limit)?),

@@ -536,6 +536,23 @@ mod tests {
     }
 
     #[test]
+    fn an_interval_closed_says_whether_the_level_shed_during_it() {
+        // The adaptive limit reads it: a raised round that drained the
+        // door's queue while the level shed measured what the level let in.
+        let config = crate::Shedder::builder().validate().expect("defaults");
+        let controller = Controller::new(&config);
+        let close = |now: u64| {
+            let claim = controller.claim(now, true, &config).expect("a claim");
+            controller.update(&claim, now, 8, 0, true, &config)
+        };
+        assert!(!close(config.interval).shedding);
+        controller.level.store(5 * 128, Ordering::Relaxed);
+        let closed = close(2 * config.interval);
+        assert!(closed.shedding);
+        assert!(!closed.overloaded, "nothing arrived: no standing queue");
+    }
+
+    #[test]
     fn sheds_a_share_of_one_rank_gradually() {
         // 1,280 batch originals (rank 5) passed: 10 per cohort. 5% is 64 requests.
         let passed = counts(&[(5, 1_280), (6, 1_280)]);

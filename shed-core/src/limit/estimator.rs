@@ -342,22 +342,29 @@ enum Phase {
         first_round: Option<(Throughput, f64)>,
         starved: bool,
     },
-    /// A refresh first raises the limit from `from` for a round, so that
-    /// the throughput its probe is held against is measured above the knee
-    /// even when the limit in force lies below it. `at_limit` is what the
-    /// limit in force delivered before; `probe_after`, whether the load was
-    /// seen to hold the service full (only then may the probe follow);
-    /// `extended`, whether the round was found to deliver more and goes on
-    /// for as long again to make sure; `level_waited`, whether a round that
-    /// drained the door's queue while the level shed was dropped (see
-    /// [`Estimator::raised`]).
-    Raising {
-        from: f64,
-        at_limit: Pooled,
-        probe_after: bool,
-        extended: bool,
-        level_waited: bool,
-    },
+    /// A refresh first raises the limit for a round, so that the
+    /// throughput its probe is held against is measured above the knee even
+    /// when the limit in force lies below it.
+    Raising(Raise),
+}
+
+/// A refresh's raised round under way (see [`Phase::Raising`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Raise {
+    /// The limit it rose from, and goes back to.
+    from: f64,
+    /// What the limit in force delivered before.
+    at_limit: Pooled,
+    /// Whether the load was seen to hold the service full: only then may
+    /// the probe follow.
+    probe_after: bool,
+    /// The round was found to deliver more, and goes on for as long again
+    /// to make sure.
+    extended: bool,
+    /// The round is judged as it is: one that measured only what the
+    /// admission level let in was already dropped (see
+    /// [`Estimator::raised`]), or this one extends a round that did not.
+    remeasured: bool,
 }
 
 /// Why a probe runs.
@@ -626,7 +633,7 @@ impl Estimator {
             // refresh's raised round costs no throughput: twice the count,
             // and twice that once it reads more than the limit in force.
             Phase::Probing { .. } => (16 * limit).clamp(full, 2 * full),
-            Phase::Raising { extended, .. } => {
+            Phase::Raising(Raise { extended, .. }) => {
                 if extended {
                     4 * full
                 } else {
@@ -656,45 +663,8 @@ impl Estimator {
 
         let fed = round.handed_off as f64 >= FED_SHARE * round.released as f64;
         let first_since_doubling = std::mem::take(&mut self.just_doubled);
-        if let Phase::Raising {
-            from,
-            at_limit,
-            probe_after,
-            extended,
-            level_waited,
-        } = self.phase
-        {
-            let level_capped = !fed && round.shedding;
-            if level_capped && !level_waited {
-                // The raised limit drained the door's queue while the level
-                // still shed: the round measured what the level let in,
-                // which the limit in force had set (the level sheds what
-                // that limit cannot drain). Held against that limit's own
-                // rounds it reads no growth, and a knee read low stays low:
-                // at 1x in the lab, 7.5 slots for 8 delivered 330/s with
-                // 15% of attempts refused, the raised round at 9 read 333/s
-                // (growth 1.01), and the refresh's probe held against it
-                // read 6.1. The level relaxes once the raised limit drains
-                // what arrives (within 0.7 s from shedding half the ranks):
-                // measure the round again, once.
-                tracing::debug!(
-                    from,
-                    raised = self.limit,
-                    handed_off = round.handed_off,
-                    released = round.released,
-                    "adaptive limit: a raised round drained the door's queue while the level shed"
-                );
-                if let Phase::Raising { level_waited, .. } = &mut self.phase {
-                    *level_waited = true;
-                }
-                return false;
-            }
-            // Measured again and still what the level let in: no probe is
-            // held against it. In the lab, at 1x, such a round (334/s from
-            // a service of 383/s) had a refresh's probe at 6 read 7.1 for 8
-            // and build a queue that the level shed against for 2.3 s.
-            let probe_after = probe_after && !level_capped;
-            return self.raised(from, at_limit, probe_after, extended, round);
+        if let Phase::Raising(raise) = self.phase {
+            return self.raised(raise, round, fed);
         }
         if let Phase::Probing {
             probe,
@@ -1106,13 +1076,13 @@ impl Estimator {
         tracing::debug!(from, raised, "adaptive limit: a refresh raises the limit");
         self.rounds_since_raise = 0;
         self.recheck_raise = false;
-        self.phase = Phase::Raising {
+        self.phase = Phase::Raising(Raise {
             from,
             at_limit: self.at_limit,
             probe_after,
             extended: false,
-            level_waited: false,
-        };
+            remeasured: false,
+        });
         self.limit = raised.min(f64::from(self.settings.max));
         self.restart_round();
         true
@@ -1139,14 +1109,43 @@ impl Estimator {
     /// all the load asks, and the knee the probe reads is the concurrency
     /// that carries it. If the load fell away altogether, the probe's own
     /// round is not kept full, and is dropped.
-    fn raised(
-        &mut self,
-        from: f64,
-        at_limit: Pooled,
-        probe_after: bool,
-        extended: bool,
-        round: &IntervalSamples,
-    ) -> bool {
+    ///
+    /// A round not `fed` while the level shed drained the door's queue and
+    /// measured what the level let in, which the limit in force had set
+    /// (the level sheds what that limit cannot drain): held against that
+    /// limit's own rounds it reads no growth, and a knee read low stays
+    /// low. At 1x in the lab, 7.5 slots for 8 delivered 330/s with 15% of
+    /// attempts refused, the raised round at 9 read 333/s (growth 1.01),
+    /// and the refresh's probe held against it read 6.1. The level relaxes
+    /// once the raised limit drains what arrives (the controller's recovery
+    /// steps lift half the ranks' 512 cohorts in 0.8 s), so such a round is
+    /// measured again, once, and if it still measured the level no probe is
+    /// held against it: in the lab, at 1x, one such round (334/s from a
+    /// service of 382/s) had a refresh's probe at 6 read 7.1 for 8 and
+    /// build a queue that the level shed against for 2.3 s.
+    fn raised(&mut self, raise: Raise, round: &IntervalSamples, fed: bool) -> bool {
+        let level_capped = !fed && round.shedding;
+        if level_capped && !raise.remeasured {
+            tracing::debug!(
+                from = raise.from,
+                raised = self.limit,
+                handed_off = round.handed_off,
+                released = round.released,
+                "adaptive limit: a raised round drained the door's queue while the level shed"
+            );
+            self.phase = Phase::Raising(Raise {
+                remeasured: true,
+                ..raise
+            });
+            return false;
+        }
+        let Raise {
+            from,
+            at_limit,
+            extended,
+            ..
+        } = raise;
+        let probe_after = raise.probe_after && !level_capped;
         let raised = self.limit;
         let (from_slots, raised_slots) = (at_limit.mean_limit(), f64::from(self.limit()));
         let before = Throughput::of(&at_limit.rounds).rate();
@@ -1167,13 +1166,12 @@ impl Estimator {
             // Make sure: a round of 128 permits at the knee now and then
             // reads a tenth more than the limit's own delivery by chance;
             // one of twice as many, far less often.
-            self.phase = Phase::Raising {
-                from,
-                at_limit,
+            self.phase = Phase::Raising(Raise {
                 probe_after,
                 extended: true,
-                level_waited: true,
-            };
+                remeasured: true,
+                ..raise
+            });
             self.round = *round;
             return false;
         }

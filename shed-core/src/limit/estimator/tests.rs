@@ -569,6 +569,16 @@ fn slow_start_at_16_on_8_slots() -> Estimator {
     estimator
 }
 
+/// Slow start from 8 on a service of 8 slots kept full in an overload, and
+/// the probe that ends it (a quarter cut, to 4, where throughput halves):
+/// the knee believed is 8, the baseline 20 ms.
+fn knee_found_at_8() -> Estimator {
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(true), probing);
+    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    estimator
+}
+
 /// Feeds `interval` until `done`, failing after a minute of intervals.
 fn feed_until(
     estimator: &mut Estimator,
@@ -745,9 +755,7 @@ fn a_probe_starved_for_two_rounds_or_not_fed_without_overload_is_abandoned() {
 /// then cuts a third below where it stood, to 6 of the 8. Returns the
 /// estimator and the limit the probe's knee set.
 fn refresh_probing_at_6_of_8_slots() -> (Estimator, u32) {
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(true), probing);
-    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    let mut estimator = knee_found_at_8();
     let from = estimator.limit();
     feed_until(&mut estimator, kept_full(true), |e| e.limit() > from);
     feed_until(&mut estimator, kept_full(true), |e| e.limit() < from);
@@ -965,9 +973,7 @@ fn a_refresh_whose_raised_round_read_low_holds_its_probe_against_the_limits_roun
     // quarters of the saturated rate. Held against the raised round alone
     // it read the knee as 6; held against it pooled with the rounds at the
     // limit in force, close to 8.
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(true), probing);
-    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    let mut estimator = knee_found_at_8();
     feed_until(&mut estimator, kept_full(true), probing);
     let raised = estimator.limit();
     assert!(raised > 8, "{raised}");
@@ -1000,9 +1006,7 @@ fn a_refresh_corrects_a_knee_and_a_baseline_read_a_quarter_low() {
     // 15 ms for 20 ms. The limit held to a knee of 6 delivers 6 slots'
     // worth, so a refresh held against that delivery read 6 again, and the
     // headroom's climb, judged against the low baseline, stayed put.
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(true), probing);
-    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    let mut estimator = knee_found_at_8();
     estimator.knee = Some(6.0);
     estimator.baseline = Some(15.0 * MS as f64);
     estimator.delivery = Some(300.0);
@@ -1048,9 +1052,7 @@ fn a_knee_read_low_is_found_by_a_raised_round_without_overload_or_probe() {
 /// a service of 8 slots of 20 ms (one probe read both a quarter low), its
 /// limit at the knee's floor.
 fn knee_read_at_6_of_8() -> Estimator {
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(true), probing);
-    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    let mut estimator = knee_found_at_8();
     estimator.knees.restart(6.0);
     estimator.knee = Some(6.0);
     estimator.baselines.restart(15.0 * MS as f64);
@@ -1112,9 +1114,7 @@ fn a_refresh_whose_raised_round_measured_only_what_the_level_let_in_does_not_pro
     // twice: its throughput is what the level let in (in the lab, at 1x,
     // 334/s from a service of 383/s). A probe held against it read the
     // knee low and built a queue the level shed against for 2.3 s.
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(true), probing);
-    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    let mut estimator = knee_found_at_8();
     let (limit, probes) = (estimator.limit(), estimator.beliefs().probes);
     estimator.raise_for_refresh(true);
     let level_capped = IntervalSamples {
@@ -1140,9 +1140,7 @@ fn a_refresh_that_read_the_knee_low_in_an_overload_is_undone_within_40_intervals
     // knee of 7.9 (and 17 ms for 19), the belief became their mean, and the
     // limit sat at 7 for 8 s, until the next refresh. The refreshes have
     // spaced out by then; a raised round looks again soon instead.
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(true), probing);
-    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    let mut estimator = knee_found_at_8();
     let knee = estimator.knee.expect("a knee");
     assert!((7.6..=8.4).contains(&knee), "{:?}", estimator.beliefs());
     estimator.refresh_after = 128;
@@ -1162,9 +1160,7 @@ fn a_refresh_that_read_the_knee_low_in_an_overload_is_undone_within_40_intervals
 
 #[test]
 fn one_probe_reading_far_off_does_not_move_the_knee_two_agreeing_ones_read() {
-    let mut estimator = Estimator::new(settings(8));
-    feed_until(&mut estimator, kept_full(true), probing);
-    knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
+    let mut estimator = knee_found_at_8();
     estimator.knee_found(Cause::Refresh, 8.4, 20.0 * MS as f64, 400.0);
     let knee = estimator.knee.expect("a knee");
     // A probe in a patch of short jobs reads both low.
