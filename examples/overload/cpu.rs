@@ -5,8 +5,11 @@
 //! makes every request slower.
 //!
 //! The work is constant (a fixed number of loop iterations per slice, the
-//! number that takes 1 ms of CPU, measured once when the service starts),
-//! not a wall-clock spin, so a slice takes longer when the core is shared.
+//! number that takes 1 ms of CPU), not a wall-clock spin, so a slice takes
+//! longer when the core is shared. The lab measures that number once per
+//! run and gives it to every server process it starts, so that every
+//! policy's trials, and the calibration, serve the same work (see
+//! [`iterations_per_slice`]).
 //! Work is accounted per slice as the CPU time the thread spent in it
 //! (`CLOCK_THREAD_CPUTIME_ID`), so time another process holds the core is
 //! not counted. A request dropped between slices (its caller hung up, or
@@ -30,8 +33,8 @@ use crate::{
 /// Iterations of the loop timed to learn its speed.
 const PROBE_ITERATIONS: u64 = 200_000;
 
-/// Probes of the loop's speed; the median is taken.
-const PROBES: usize = 9;
+/// Probes of the loop's speed; the fastest is taken.
+const PROBES: usize = 31;
 
 /// CPU time the calling thread has used.
 fn thread_cpu() -> Duration {
@@ -52,26 +55,17 @@ pub struct CpuService {
 }
 
 impl CpuService {
-    /// A service burning about `work` of CPU per request in `slice`s.
-    /// Measures the speed of the loop first (a few milliseconds of CPU).
-    pub fn new(work: Duration, slice: Duration) -> Arc<Self> {
-        let slice = slice.max(Duration::from_micros(10));
+    /// A service burning about `work` of CPU per request in `slice`s of
+    /// `iterations` loop iterations each (measured here if not given: see
+    /// [`iterations_per_slice`]).
+    pub fn new(work: Duration, slice: Duration, iterations: Option<u64>) -> Arc<Self> {
+        let slice = slice.max(MIN_SLICE);
         let slices = (work.as_secs_f64() / slice.as_secs_f64()).round().max(1.0) as u32;
-        // The median CPU time of a few probes, after one to warm up.
-        burn(PROBE_ITERATIONS);
-        let mut probes: Vec<Duration> = (0..PROBES)
-            .map(|_| {
-                let t = thread_cpu();
-                burn(PROBE_ITERATIONS);
-                thread_cpu().saturating_sub(t)
-            })
-            .collect();
-        probes.sort();
-        let median = probes[PROBES / 2].max(Duration::from_nanos(1));
-        let per_second = PROBE_ITERATIONS as f64 / median.as_secs_f64();
         Arc::new(CpuService {
             slices,
-            iterations_per_slice: (per_second * slice.as_secs_f64()).max(1.0) as u64,
+            iterations_per_slice: iterations
+                .unwrap_or_else(|| iterations_per_slice(slice))
+                .max(1),
             slowdown_pct: AtomicU64::new(100),
             running: AtomicUsize::new(0),
             counters: WorkCounters::default(),
@@ -130,6 +124,36 @@ impl CpuService {
     }
 }
 
+/// The shortest slice.
+const MIN_SLICE: Duration = Duration::from_micros(10);
+
+/// The loop iterations that take `slice` of CPU on this machine: from the
+/// fastest of [`PROBES`] probes (a few milliseconds of CPU in all).
+///
+/// The fastest, not the median: a probe reads slow only when the core was
+/// taken from it, and on a virtual machine the time its host runs someone
+/// else still counts as the thread's CPU time. Measured by each server
+/// process, as it once was, the count followed what the host did at that
+/// moment: in one run of the lab, one trial's server served 194 requests a
+/// second where the calibration's served 91 (`shed@true` at 0.4x+3x, run
+/// of ccf7eb4).
+pub fn iterations_per_slice(slice: Duration) -> u64 {
+    let slice = slice.max(MIN_SLICE);
+    // One to warm up, then the fastest.
+    burn(PROBE_ITERATIONS);
+    let fastest = (0..PROBES)
+        .map(|_| {
+            let t = thread_cpu();
+            burn(PROBE_ITERATIONS);
+            thread_cpu().saturating_sub(t)
+        })
+        .min()
+        .unwrap_or(Duration::ZERO)
+        .max(Duration::from_nanos(1));
+    let per_second = PROBE_ITERATIONS as f64 / fastest.as_secs_f64();
+    (per_second * slice.as_secs_f64()).max(1.0) as u64
+}
+
 /// One request's work, accounted when it ends or is dropped.
 struct Job<'a> {
     service: &'a CpuService,
@@ -165,7 +189,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_burns_its_slices_and_is_accounted_once() {
-        let service = CpuService::new(Duration::from_millis(3), Duration::from_millis(1));
+        let service = CpuService::new(Duration::from_millis(3), Duration::from_millis(1), None);
         service.call(Class::Interactive, None).await;
         let s = service.counters().snapshot()[Class::Interactive.index()];
         assert_eq!((s.submitted, s.completed, s.cancelled), (1, 1, 0));
@@ -176,7 +200,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_request_stops_and_its_work_is_wasted() {
-        let service = CpuService::new(Duration::from_millis(50), Duration::from_millis(1));
+        let service = CpuService::new(Duration::from_millis(50), Duration::from_millis(1), None);
         {
             let call = std::pin::pin!(service.call(Class::Batch, None));
             // One poll burns the first slice, then the future yields.

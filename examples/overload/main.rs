@@ -6,8 +6,8 @@
 //! cargo run --release --example overload -- [SCENARIO...|all] [--quick] [--policies P,P,...]
 //!     [--workers K] [--service-ms MS] [--service-dist exp|constant] [--soak-secs S] [--out DIR]
 //! cargo run --release --example overload -- serve [--addr ADDR] [--policy P] [--service downstream|cpu]
-//!     [--workers K] [--service-ms MS] [--service-dist exp|constant] [--cpu-work-ms MS] [--threads N] [--seed S]
-//!     [--quick] [--exit-with-stdin]
+//!     [--workers K] [--service-ms MS] [--service-dist exp|constant] [--cpu-work-ms MS] [--cpu-iterations N]
+//!     [--threads N] [--seed S] [--quick] [--exit-with-stdin]
 //! ```
 //!
 //! `serve` with a policy naming `true` calibrates its service first (shorter
@@ -81,8 +81,9 @@ const USAGE: &str = "usage:
   overload [SCENARIO...|all] [--quick] [--policies P,P,...] [--workers K] [--service-ms MS]
            [--service-dist exp|constant] [--soak-secs S] [--out DIR]
   overload serve [--addr ADDR] [--policy P] [--service downstream|cpu] [--workers K]
-           [--service-ms MS] [--service-dist exp|constant] [--cpu-work-ms MS] [--threads N] [--seed S]
-           [--quick] [--exit-with-stdin] [--load-feedback]
+           [--service-ms MS] [--service-dist exp|constant] [--cpu-work-ms MS]
+           [--cpu-iterations N] [--threads N] [--seed S] [--quick] [--exit-with-stdin]
+           [--load-feedback]
 policies: none, tower@N, shed, shed@N, shadow, shadow@N (N a number, or `true`: the calibrated
           true concurrency; shadow: the shed engine in shadow mode)
 scenarios: steady, isolation, deadline, metastable, unknown-capacity, cpu-bound, capacity-drop,
@@ -135,6 +136,7 @@ fn parse(args: &[String], launcher: Launcher) -> Result<Command, String> {
     let mut distribution = Distribution::Exponential;
     let mut cpu_service = false;
     let mut cpu_work_us = 10_000u64;
+    let mut cpu_iterations = None;
     let mut threads = 0usize;
     let mut seed = 1u64;
     let mut exit_with_stdin = false;
@@ -174,6 +176,7 @@ fn parse(args: &[String], launcher: Launcher) -> Result<Command, String> {
             }
             "--cpu-work-ms" => cpu_work_us = number::<u64>(arg, value(arg)?)?.saturating_mul(1000),
             "--cpu-work-us" => cpu_work_us = number(arg, value(arg)?)?,
+            "--cpu-iterations" => cpu_iterations = Some(number::<u64>(arg, value(arg)?)?),
             "--threads" => threads = number(arg, value(arg)?)?,
             "--seed" => seed = number(arg, value(arg)?)?,
             "--exit-with-stdin" => exit_with_stdin = true,
@@ -186,8 +189,10 @@ fn parse(args: &[String], launcher: Launcher) -> Result<Command, String> {
             word => positional.push(word.to_owned()),
         }
     }
-    if workers == 0 || service_us == 0 || cpu_work_us == 0 {
-        return Err("--workers, --service-ms and --cpu-work-ms must be positive".into());
+    if workers == 0 || service_us == 0 || cpu_work_us == 0 || cpu_iterations == Some(0) {
+        return Err(
+            "--workers, --service-ms, --cpu-work-ms and --cpu-iterations must be positive".into(),
+        );
     }
     if !(soak_secs.is_finite() && soak_secs >= 1.0) {
         return Err("--soak-secs must be at least 1".into());
@@ -203,6 +208,7 @@ fn parse(args: &[String], launcher: Launcher) -> Result<Command, String> {
         let service = if cpu_service {
             ServiceSpec::Cpu {
                 work: Duration::from_micros(cpu_work_us),
+                iterations: cpu_iterations,
             }
         } else {
             ServiceSpec::Downstream { workers, time }
@@ -486,7 +492,8 @@ mod tests {
         assert_eq!(
             service,
             ServiceSpec::Cpu {
-                work: Duration::from_millis(5)
+                work: Duration::from_millis(5),
+                iterations: None,
             }
         );
     }
@@ -495,6 +502,10 @@ mod tests {
     fn a_service_round_trips_through_the_serve_flags() {
         for service in [
             scenarios_cpu_service(),
+            ServiceSpec::Cpu {
+                work: Duration::from_millis(10),
+                iterations: Some(123_456),
+            },
             ServiceSpec::Downstream {
                 workers: 3,
                 time: ServiceTime {
@@ -515,6 +526,7 @@ mod tests {
     fn scenarios_cpu_service() -> ServiceSpec {
         ServiceSpec::Cpu {
             work: Duration::from_millis(10),
+            iterations: None,
         }
     }
 

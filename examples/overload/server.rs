@@ -53,6 +53,10 @@ pub enum ServiceSpec {
     Cpu {
         /// CPU work per request.
         work: Duration,
+        /// Loop iterations per slice, measured once by the lab
+        /// ([`crate::cpu::iterations_per_slice`]); `None`: the server
+        /// measures them itself.
+        iterations: Option<u64>,
     },
 }
 
@@ -82,12 +86,18 @@ impl ServiceSpec {
                     crate::downstream::Distribution::Constant => "constant".into(),
                 },
             ],
-            ServiceSpec::Cpu { work } => vec![
-                "--service".into(),
-                "cpu".into(),
-                "--cpu-work-us".into(),
-                work.as_micros().to_string(),
-            ],
+            ServiceSpec::Cpu { work, iterations } => {
+                let mut args = vec![
+                    "--service".into(),
+                    "cpu".into(),
+                    "--cpu-work-us".into(),
+                    work.as_micros().to_string(),
+                ];
+                if let Some(iterations) = iterations {
+                    args.extend(["--cpu-iterations".into(), iterations.to_string()]);
+                }
+                args
+            }
         }
     }
 }
@@ -104,12 +114,18 @@ impl fmt::Display for ServiceSpec {
                     crate::downstream::Distribution::Constant => "constant",
                 }
             ),
-            ServiceSpec::Cpu { work } => write!(
-                f,
-                "{} ms of CPU per request in {} ms slices",
-                work.as_secs_f64() * 1e3,
-                CPU_SLICE.as_secs_f64() * 1e3
-            ),
+            ServiceSpec::Cpu { work, iterations } => {
+                write!(
+                    f,
+                    "{} ms of CPU per request in {} ms slices",
+                    work.as_secs_f64() * 1e3,
+                    CPU_SLICE.as_secs_f64() * 1e3
+                )?;
+                match iterations {
+                    Some(n) => write!(f, " of {n} loop iterations (measured once)"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -554,7 +570,9 @@ impl Server {
             ServiceSpec::Downstream { workers, time } => {
                 Backend::Downstream(Downstream::new(workers, time, config.seed))
             }
-            ServiceSpec::Cpu { work } => Backend::Cpu(CpuService::new(work, CPU_SLICE)),
+            ServiceSpec::Cpu { work, iterations } => {
+                Backend::Cpu(CpuService::new(work, CPU_SLICE, iterations))
+            }
         };
         let (app, control) = app(config, &backend)?;
         let listener = TcpListener::bind(addr).await?;

@@ -22,9 +22,21 @@ use crate::{
 };
 
 /// About 10 ms of CPU per request.
+/// (The loop's speed is measured once per run, see [`measured`].)
 pub const SERVICE: ServiceSpec = ServiceSpec::Cpu {
     work: Duration::from_millis(10),
+    iterations: None,
 };
+
+/// [`SERVICE`] with the loop's speed measured here, once, so that every
+/// server process the run starts (the calibration's and each trial's)
+/// burns the same work per request.
+pub fn measured() -> ServiceSpec {
+    ServiceSpec::Cpu {
+        work: Duration::from_millis(10),
+        iterations: Some(crate::cpu::iterations_per_slice(crate::server::CPU_SLICE)),
+    }
+}
 
 /// The server in its own process on the first CPU, one runtime thread;
 /// this process pinned to the second. Without two CPUs or `taskset`, the

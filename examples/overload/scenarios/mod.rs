@@ -416,10 +416,13 @@ pub async fn run(
     if scenario == Scenario::Fleet {
         return Ok(fleet::run(lab, calibrations).await?);
     }
-    let service = scenario.service(lab);
-    let setup = match scenario {
-        Scenario::CpuBound => cpu_bound::setup(lab),
-        _ => Setup::local(),
+    let (service, setup) = match scenario {
+        // Measured after this process is pinned to its own CPU.
+        Scenario::CpuBound => {
+            let setup = cpu_bound::setup(lab);
+            (cpu_bound::measured(), setup)
+        }
+        _ => (scenario.service(lab), Setup::local()),
     };
     let cal = calibrations.get(lab, service, &setup).await?;
     let ctx = Ctx {
