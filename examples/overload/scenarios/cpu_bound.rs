@@ -21,10 +21,13 @@ use crate::{
     target::Placement,
 };
 
-/// About 10 ms of CPU per request.
-/// (The loop's speed is measured once per run, see [`measured`].)
+/// CPU work per request.
+const WORK: Duration = Duration::from_millis(10);
+
+/// About 10 ms of CPU per request (the loop's speed unmeasured: the run
+/// measures it once, see [`measured`]).
 pub const SERVICE: ServiceSpec = ServiceSpec::Cpu {
-    work: Duration::from_millis(10),
+    work: WORK,
     iterations: None,
 };
 
@@ -33,7 +36,7 @@ pub const SERVICE: ServiceSpec = ServiceSpec::Cpu {
 /// burns the same work per request.
 pub fn measured() -> ServiceSpec {
     ServiceSpec::Cpu {
-        work: Duration::from_millis(10),
+        work: WORK,
         iterations: Some(crate::cpu::iterations_per_slice(crate::server::CPU_SLICE)),
     }
 }
