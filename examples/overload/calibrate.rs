@@ -9,11 +9,13 @@
 //! is answered), for `c` = 1, 2, 4, ... up to a few times the service's
 //! apparent parallelism, and the lab reads:
 //!
-//! - the **true concurrency**: the smallest `c` whose throughput reaches
-//!   [`REACH`] of the sweep's peak (bisected between the powers of two), the
-//!   concurrency beyond which requests only wait;
 //! - the **capacity**: the throughput of a longer step at the sweep's
 //!   highest concurrency (the peak, measured with more requests);
+//! - the **true concurrency**: how many requests the service runs at once,
+//!   by Little's law: the capacity times the time a request takes alone,
+//!   that is the capacity over the `c` = 1 step's throughput, rounded to
+//!   the nearest whole ([`true_concurrency`]); the concurrency beyond
+//!   which requests only wait;
 //! - the **no-load p99**: the 99th percentile latency of requests sent one
 //!   at a time (the `c` = 1 step), as a caller sees it, HTTP included.
 //!
@@ -44,10 +46,6 @@ use hyper_util::{
 };
 
 use crate::{class::Class, metrics, target::Control};
-
-/// The share of the peak throughput at which a concurrency counts as
-/// reaching it.
-pub const REACH: f64 = 0.97;
 
 /// Longest a calibration request may take before it counts as failed.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -153,7 +151,7 @@ pub struct Calibration {
     pub capacity_step: Step,
     /// Requests per second the service completes at most (the capacity step).
     pub capacity: f64,
-    /// The smallest concurrency reaching [`REACH`] of the sweep's peak.
+    /// How many requests the service runs at once ([`true_concurrency`]).
     pub true_concurrency: usize,
     /// p99 latency of requests one at a time, ms.
     pub no_load_p99_ms: f64,
@@ -193,7 +191,6 @@ impl fmt::Display for Calibration {
             row(f, s, "")?;
         }
         row(f, &self.capacity_step, "  (capacity step)")?;
-        let peak = peak(&self.steps);
         writeln!(
             f,
             "  (each step but the c = 1 and capacity steps is the best of {} pass(es); busy = the service's \
@@ -203,14 +200,14 @@ impl fmt::Display for Calibration {
         write!(
             f,
             "  capacity {:.1} req/s (+-{:.1}% at 2 sigma of its {} completions); true concurrency {} \
-             (smallest reaching {:.0}% of the sweep's peak {:.1}/s); no-load p99 {:.1} ms, p50 {:.1} ms \
-             ({} requests one at a time)",
+             (the capacity over {:.1}/s one at a time = {:.2}, rounded); no-load p99 {:.1} ms, \
+             p50 {:.1} ms ({} requests one at a time)",
             self.capacity,
             200.0 / (self.capacity_step.completions.max(1) as f64).sqrt(),
             self.capacity_step.completions,
             self.true_concurrency,
-            REACH * 100.0,
-            peak,
+            self.steps[0].throughput,
+            self.capacity / self.steps[0].throughput,
             self.no_load_p99_ms,
             self.no_load_p50_ms,
             self.steps.first().map_or(0, |s| s.samples),
@@ -218,9 +215,26 @@ impl fmt::Display for Calibration {
     }
 }
 
-/// The highest throughput among `steps`.
-fn peak(steps: &[Step]) -> f64 {
-    steps.iter().map(|s| s.throughput).fold(0.0, f64::max)
+/// How many requests a service runs at once, from its `capacity` and its
+/// throughput to one caller sending one request after another: by Little's
+/// law the capacity times the time a request takes alone (the inverse of
+/// that throughput), rounded to the nearest whole, at least 1.
+///
+/// Not the smallest concurrency whose short step reaches a share of the
+/// sweep's best: on a service whose throughput is flat from one caller up
+/// (one core), that best is the luckiest of many short steps, and a host
+/// that moves the service's speed by a tenth within a minute made a
+/// one-core service read 6 (the lab's full run of 73fb992: 92.8/s one at
+/// a time over 27 s, a best of 97.7/s at 8, a capacity of 91.3/s). The
+/// ratio of the two longest steps moves by as much, which rounding absorbs
+/// for a small service and costs a large one a fraction of a slot.
+pub fn true_concurrency(capacity: f64, one_at_a_time: f64) -> usize {
+    let concurrency = (capacity / one_at_a_time).round();
+    if concurrency.is_finite() && concurrency >= 1.0 {
+        concurrency as usize
+    } else {
+        1
+    }
 }
 
 /// A closed-loop caller of one server.
@@ -348,7 +362,7 @@ pub async fn run(
     service: &str,
 ) -> Result<Calibration, String> {
     let caller = Arc::new(Caller::new(addr));
-    let (steps, true_concurrency) = sweep(plan, |c, length| {
+    let steps = sweep(plan, |c, length| {
         let (caller, control) = (Arc::clone(&caller), control.clone());
         async move {
             let s = step(&caller, &control, c, length, plan.seed, plan.parallelism).await?;
@@ -382,8 +396,8 @@ pub async fn run(
     Ok(Calibration {
         service: service.to_owned(),
         capacity: capacity_step.throughput,
+        true_concurrency: true_concurrency(capacity_step.throughput, no_load.throughput),
         capacity_step,
-        true_concurrency,
         no_load_p99_ms: no_load.p99_ms,
         no_load_p50_ms: no_load.p50_ms,
         passes: plan.passes,
@@ -391,11 +405,10 @@ pub async fn run(
     })
 }
 
-/// The sweep of `plan` with `measure(concurrency, length)` as the step, and
-/// the bisection of the true concurrency between the powers of two. Returns
-/// the steps in the order run (the `c` = 1 step first) and the true
-/// concurrency.
-async fn sweep<F, Fut>(plan: &Plan, mut measure: F) -> Result<(Vec<Step>, usize), String>
+/// The sweep of `plan` with `measure(concurrency, length)` as the step:
+/// the steps in the order run, the `c` = 1 step first, each later one the
+/// best of the plan's passes.
+async fn sweep<F, Fut>(plan: &Plan, mut measure: F) -> Result<Vec<Step>, String>
 where
     F: FnMut(usize, Duration) -> Fut,
     Fut: std::future::Future<Output = Result<Step, String>>,
@@ -413,32 +426,7 @@ where
             }
         }
     }
-    let top = peak(&steps);
-    let reaches = |s: &Step| s.throughput >= REACH * top;
-    let first = steps.iter().position(reaches).unwrap_or(steps.len() - 1);
-    let mut hi = steps[first].concurrency;
-    let mut lo = if first == 0 {
-        0
-    } else {
-        steps[first - 1].concurrency
-    };
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        let mut s = measure(mid, plan.step).await?;
-        for _ in 1..plan.passes {
-            let again = measure(mid, plan.step).await?;
-            if again.throughput > s.throughput {
-                s = again;
-            }
-        }
-        if reaches(&s) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-        steps.push(s);
-    }
-    Ok((steps, hi))
+    Ok(steps)
 }
 
 /// The throughput of one closed-loop step of `concurrency` callers for
@@ -476,31 +464,6 @@ mod tests {
         assert_eq!(Plan::for_parallelism(1, true).max_concurrency, 8);
     }
 
-    /// The sweep against a service whose throughput is `per_caller` per
-    /// caller up to `k` callers and flat beyond.
-    fn true_concurrency_of(k: usize, per_caller: f64) -> (Vec<usize>, usize) {
-        let plan = Plan {
-            passes: 1,
-            ..Plan::for_parallelism(8, false)
-        };
-        let fake = |c: usize, _| {
-            let throughput = per_caller * c.min(k) as f64;
-            std::future::ready(Ok(Step {
-                concurrency: c,
-                secs: 1.0,
-                completions: throughput as u64,
-                throughput,
-                p50_ms: 1.0,
-                p99_ms: 2.0,
-                samples: 1,
-                failures: 0,
-                busy: 1.0,
-            }))
-        };
-        let (steps, t) = block_on(sweep(&plan, fake)).unwrap();
-        (steps.iter().map(|s| s.concurrency).collect(), t)
-    }
-
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()
             .build()
@@ -531,23 +494,30 @@ mod tests {
                 busy: 1.0,
             }))
         };
-        let (steps, t) = block_on(sweep(&plan, fake)).unwrap();
-        assert_eq!(t, 8);
+        let steps = block_on(sweep(&plan, fake)).unwrap();
+        let order: Vec<usize> = steps.iter().map(|s| s.concurrency).collect();
+        assert_eq!(order, [1, 2, 4, 8, 16, 32]);
         let at_8 = steps.iter().find(|s| s.concurrency == 8).unwrap();
         assert_eq!(at_8.throughput, 376.0);
     }
 
+    /// Capacities and one-at-a-time throughputs of the lab's own runs.
     #[test]
-    fn the_true_concurrency_is_bisected_between_powers_of_two() {
-        assert_eq!(
-            true_concurrency_of(8, 47.0),
-            (vec![1, 2, 4, 8, 16, 32, 6, 7], 8)
-        );
-        assert_eq!(
-            true_concurrency_of(6, 47.0),
-            (vec![1, 2, 4, 8, 16, 32, 6, 5], 6)
-        );
-        assert_eq!(true_concurrency_of(1, 95.0), (vec![1, 2, 4, 8, 16, 32], 1));
-        assert_eq!(true_concurrency_of(40, 10.0).1, 32);
+    fn the_true_concurrency_is_the_capacity_over_the_throughput_one_at_a_time() {
+        // 8 workers x 20 ms and x 40 ms (full run of 73fb992).
+        assert_eq!(true_concurrency(380.3, 47.3), 8);
+        assert_eq!(true_concurrency(197.9, 25.3), 8);
+        // One core, 10 ms of CPU: the same run (its sweep's best short
+        // step, 97.7/s at 8, made the old rule read 6) and a targeted run
+        // where one caller served less than the capacity step.
+        assert_eq!(true_concurrency(91.3, 92.8), 1);
+        assert_eq!(true_concurrency(88.7, 84.5), 1);
+    }
+
+    #[test]
+    fn a_degenerate_calibration_reads_one() {
+        assert_eq!(true_concurrency(0.0, 47.3), 1);
+        assert_eq!(true_concurrency(380.3, 0.0), 1);
+        assert_eq!(true_concurrency(f64::NAN, 1.0), 1);
     }
 }

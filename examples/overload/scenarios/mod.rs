@@ -515,8 +515,8 @@ pub fn planned_secs(lab: &Lab, scenarios: &[Scenario]) -> (usize, f64) {
         if s != Scenario::Soak && !calibrated.contains(&service) {
             calibrated.push(service);
             let plan = Plan::for_parallelism(service.parallelism(), lab.quick);
-            // The sweep but its first step, two bisection steps, per pass.
-            let steps = (plan.sweep_len() + 1) * plan.passes;
+            // The sweep but its first step, per pass.
+            let steps = (plan.sweep_len() - 1) * plan.passes;
             secs += plan.no_load.as_secs_f64()
                 + plan.step.as_secs_f64() * steps as f64
                 + plan.capacity_step.as_secs_f64();
