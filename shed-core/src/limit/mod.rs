@@ -11,9 +11,10 @@
 //! ```
 //! use shed_core::{AdaptiveLimit, Shedder};
 //!
-//! // The default: adaptive, from 8 in flight, between 1 and 1,000.
+//! // The default: adaptive, from 8 in flight, between 2 and 1,000.
 //! let adaptive = Shedder::builder().build()?;
 //! assert_eq!(adaptive.limit(), 8);
+//! assert_eq!(adaptive.stats().limit_bounds, (2, 1_000));
 //!
 //! // Adaptive within bounds a team knows are sane.
 //! let bounded = Shedder::builder()
