@@ -798,15 +798,19 @@ impl Estimator {
             // past the knee at 1x load). Such rounds are pooled instead:
             // the probe is held against all of them.
             let stopped_at = self.slow_start_plateau(round);
-            if self.plateau.is_none() {
-                tracing::debug!(
-                    limit = self.limit,
-                    rate = finished_rate,
-                    last = ?self.slow_start_rate,
-                    grew = stopped_at.is_none(),
-                    "adaptive limit: a slow-start round ended"
-                );
-            }
+            // Every round, the plateau's too: the probe is held against
+            // their pooled rate, which counts only finished permits (the
+            // ones callers hung up on are what `released_censored` says).
+            tracing::debug!(
+                limit = self.limit,
+                rate = finished_rate,
+                last = ?self.slow_start_rate,
+                grew = stopped_at.is_none(),
+                on_plateau = self.plateau.is_some(),
+                released = round.released,
+                released_censored = round.released_censored,
+                "adaptive limit: a slow-start round ended"
+            );
             if let Some(stopped_at) = stopped_at {
                 // Past the knee: the probe that measures it waits until the
                 // load is seen to hold the service full.
