@@ -22,9 +22,11 @@
 //! Every step restarts the service-time draws from one seed, so the steps
 //! meet the same service times and differ only by concurrency (common random
 //! numbers); the comparison with the peak is then not blurred by the draws.
-//! The sweep runs twice (in full runs) and each concurrency keeps its best
-//! pass, so a step that another process on the machine slowed does not
-//! decide; each step also reports how busy the service was (its work per
+//! Only the `c` = 1 step and the capacity step decide; the steps between
+//! are printed to show where throughput goes flat. The sweep runs twice (in
+//! full runs) and each of those concurrencies keeps its best pass, so a
+//! step that another process on the machine slowed does not distort that
+//! picture; each step also reports how busy the service was (its work per
 //! second over its parallelism), which shows such a step.
 
 use std::{
@@ -72,9 +74,9 @@ pub struct Plan {
     pub no_load: Duration,
     /// Length of every other sweep step.
     pub step: Duration,
-    /// Passes over the sweep (and measurements of each bisection step);
-    /// each concurrency keeps its best throughput, so a pass that another
-    /// process on the machine slowed does not decide.
+    /// Passes over the sweep's steps above one caller; each keeps its best
+    /// throughput, so a pass that another process on the machine slowed
+    /// does not distort the printed curve.
     pub passes: usize,
     /// The service's apparent parallelism (workers, or cores), to express
     /// its work per second as a share of it.
