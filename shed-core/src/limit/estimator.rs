@@ -737,6 +737,21 @@ impl Estimator {
             self.overload_seen |= round.overloaded;
         }
         let saturated = self.full_for >= SATURATED_FOR && self.overload_seen;
+        if self.phase == Phase::Steady {
+            // Whether steady rounds are fed, and why not: only fed rounds
+            // move the delivery rule and count towards a refresh.
+            tracing::debug!(
+                limit = self.limit,
+                rate = finished_rate,
+                released = round.released,
+                handed_off = round.handed_off,
+                blocked = round.blocked,
+                shedding = round.shedding,
+                overloaded = round.overloaded,
+                fed,
+                "adaptive limit: a steady round ended"
+            );
+        }
         if round.blocked == 0 {
             // The limit did not bind: nothing to learn about the knee, but a
             // faster service shows in any round.
