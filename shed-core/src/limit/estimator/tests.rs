@@ -1048,6 +1048,78 @@ fn a_knee_read_low_is_found_by_a_raised_round_without_overload_or_probe() {
     );
 }
 
+#[test]
+fn a_first_knee_read_low_at_1x_is_checked_by_a_raised_round_within_12_intervals() {
+    // Slow start's exit probe reads a patch of short jobs (15 ms holds
+    // where the service's are 20 ms): 4 slots deliver 270 permits a second
+    // against 400 at 8, a knee of 5.9 for 8, and the limit goes to 6. At a
+    // load that keeps the door's queue standing but does not overload the
+    // service (1x), the raised round that finds such a knee was waited for
+    // until 8 fed rounds had passed (in the lab, where a level that sheds
+    // empties the door's queue and leaves most rounds unfed, 6-7 s at a
+    // slot or two below the knee). Standing on one reading, the knee is
+    // checked as soon as the limit's own rounds are enough to hold the
+    // raised one against: 256 permits at 6 slots, 9 intervals here.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(true), probing);
+    let short_holds = IntervalSamples {
+        hold: 27 * 15 * MS,
+        completed_hold: 27 * 15 * MS,
+        ..kept_fed(27, 0, 0, true)
+    };
+    let knee = knee_when_the_probe_ends(&mut estimator, short_holds);
+    assert!((5.8..6.0).contains(&knee), "{knee}");
+    assert_eq!(estimator.limit(), 6);
+    let mut intervals = 0;
+    while estimator.limit() <= 6 && intervals < 12 {
+        let not_overloaded = IntervalSamples {
+            overloaded: false,
+            ..eight_slots_kept_full_at(estimator.limit())
+        };
+        estimator.on_interval(not_overloaded);
+        intervals += 1;
+    }
+    assert!(estimator.limit() > 6, "{:?}", estimator.beliefs());
+    assert!(
+        probing(&estimator),
+        "a raised round: {:?}",
+        estimator.beliefs()
+    );
+}
+
+#[test]
+fn a_first_knee_read_low_in_an_overload_waits_for_the_refresh_and_its_probe() {
+    // The same first reading in an overload: fed rounds come every round,
+    // and the refresh's raised round (with a probe after it) comes within
+    // 8 of them; an earlier raised round without a probe would only add a
+    // round of longer holds before it.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_full(true), probing);
+    let short_holds = IntervalSamples {
+        hold: 27 * 15 * MS,
+        completed_hold: 27 * 15 * MS,
+        ..kept_fed(27, 0, 0, true)
+    };
+    knee_when_the_probe_ends(&mut estimator, short_holds);
+    assert_eq!(estimator.limit(), 6);
+    let mut intervals = 0;
+    while estimator.limit() <= 6 && intervals < 40 {
+        estimator.on_interval(eight_slots_kept_full_at(estimator.limit()));
+        intervals += 1;
+    }
+    assert!(
+        matches!(
+            estimator.phase,
+            Phase::Raising(Raise {
+                probe_after: true,
+                ..
+            })
+        ),
+        "after {intervals} intervals: {:?}",
+        estimator.phase
+    );
+}
+
 /// An estimator that believes a knee of 6 slots and a baseline of 15 ms on
 /// a service of 8 slots of 20 ms (one probe read both a quarter low), its
 /// limit at the knee's floor.
