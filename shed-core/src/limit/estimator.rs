@@ -831,6 +831,10 @@ impl Estimator {
                 on_plateau = self.plateau.is_some(),
                 released = round.released,
                 released_censored = round.released_censored,
+                handed_off = round.handed_off,
+                blocked = round.blocked,
+                full_for_ms = self.full_for / 1_000_000,
+                overload_seen = self.overload_seen,
                 "adaptive limit: a slow-start round ended"
             );
             if let Some(stopped_at) = stopped_at {
