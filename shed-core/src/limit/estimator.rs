@@ -118,14 +118,7 @@
 //! even when the load does not hold the service full (at 1x load, where a
 //! knee read a slot low costs an eighth of the throughput), and soon after
 //! any probe that lowered the knee believed, without a probe after it: while
-//! the readings are few, one read low moves the belief. A knee that stands
-//! on one reading (slow start's exit probe, off by a seventh at one sigma)
-//! is checked as soon as the limit's own rounds are enough to hold the
-//! raised round against, unless the load holds the service full: then fed
-//! rounds come every round and the refresh, raised round and probe, comes
-//! within a second or two. Near 1x most rounds are not fed (the level's
-//! refusals empty the door's queue now and then), and waiting for eight
-//! fed rounds kept a knee read low for 6-7 s in the lab.
+//! the readings are few, one read low moves the belief.
 //!
 //! Near 1x load a limit below the knee makes its own evidence: the
 //! admission level sheds what the limit cannot drain, so the door admits
@@ -909,25 +902,15 @@ impl Estimator {
         };
         self.at_limit.add(round, self.limit());
         self.rounds_since_raise = self.rounds_since_raise.saturating_add(1);
-        // A first knee, one reading, is checked as soon as the limit's own
-        // rounds are enough (see `can_compare`), unless the load holds the
-        // service full: fed rounds then come every round, and the refresh,
-        // whose raised round checks it too, within a second or two. Near 1x
-        // few rounds are fed (8 of 27 in the 5.8 s after slow start's exit
-        // in a lab trial), and the limit stood a slot or two below the knee
-        // while eight were waited for.
-        let recheck_due = if self.knees.len() == 1 {
-            !saturated
-        } else {
-            self.rounds_since_raise >= FIRST_REFRESH
-        };
-        if self.recheck_raise && recheck_due && self.can_compare(&self.at_limit) {
-            // A probe lowered the knee, or found the first: one reading in
-            // a patch of short jobs reads the knee and the baseline low
-            // together, and while the readings are few it moves the belief
-            // (a knee of 7.9 read 5.7 held the limit at 7 for 8 s of a 2x
-            // overload, until the next refresh). The raised round costs no
-            // throughput.
+        if self.recheck_raise
+            && self.rounds_since_raise >= FIRST_REFRESH
+            && self.can_compare(&self.at_limit)
+        {
+            // A probe lowered the knee: one reading in a patch of short
+            // jobs reads the knee and the baseline low together, and while
+            // the readings are few it moves the belief (a knee of 7.9 read
+            // 5.7 held the limit at 7 for 8 s of a 2x overload, until the
+            // next refresh). The raised round costs no throughput.
             self.recheck_raise = false;
             return self.raise_for_refresh(false);
         }
@@ -1435,9 +1418,7 @@ impl Estimator {
     fn knee_found(&mut self, cause: Cause, knee: f64, hold: f64, before: f64) -> bool {
         let old_knee = self.knee;
         let new_knee = self.believe(cause, knee, hold);
-        // A knee lowered, or one that stands on a single reading, is
-        // checked soon by a raised round (see `decide`).
-        self.recheck_raise = old_knee.is_some_and(|old| new_knee < old) || self.knees.len() == 1;
+        self.recheck_raise = old_knee.is_some_and(|old| new_knee < old);
         // The saturated throughput that goes with them (Little's law): the
         // one measured before the probe may have straddled a slowdown.
         let baseline = self.baseline.unwrap_or(hold);
