@@ -142,25 +142,37 @@ pub struct Step {
     pub busy: f64,
 }
 
-/// What a calibration found.
+/// What a calibration found. Everything the lab reads from it is derived
+/// from two steps: the one at `c` = 1 and the capacity step.
 #[derive(Clone, Debug)]
 pub struct Calibration {
     /// What was calibrated, for the printout.
-    pub service: String,
-    /// The sweep, bisection steps included, in the order run.
-    pub steps: Vec<Step>,
+    service: String,
+    /// The `c` = 1 step: requests one at a time.
+    one_at_a_time: Step,
+    /// The rest of the sweep, in the order run (printed, not read).
+    sweep: Vec<Step>,
     /// The longer step at the highest concurrency.
-    pub capacity_step: Step,
-    /// Requests per second the service completes at most (the capacity step).
-    pub capacity: f64,
-    /// How many requests the service runs at once ([`true_concurrency`]).
-    pub true_concurrency: usize,
-    /// p99 latency of requests one at a time, ms.
-    pub no_load_p99_ms: f64,
-    /// p50 latency of requests one at a time, ms.
-    pub no_load_p50_ms: f64,
+    capacity_step: Step,
     /// Passes over the sweep.
-    pub passes: usize,
+    passes: usize,
+}
+
+impl Calibration {
+    /// Requests per second the service completes at most (the capacity step).
+    pub fn capacity(&self) -> f64 {
+        self.capacity_step.throughput
+    }
+
+    /// How many requests the service runs at once ([`true_concurrency`]).
+    pub fn true_concurrency(&self) -> usize {
+        true_concurrency(self.capacity(), self.one_at_a_time.throughput)
+    }
+
+    /// p99 latency of requests one at a time, ms.
+    pub fn no_load_p99_ms(&self) -> f64 {
+        self.one_at_a_time.p99_ms
+    }
 }
 
 impl fmt::Display for Calibration {
@@ -189,7 +201,7 @@ impl fmt::Display for Calibration {
                 s.busy * 100.0
             )
         };
-        for s in &self.steps {
+        for s in std::iter::once(&self.one_at_a_time).chain(&self.sweep) {
             row(f, s, "")?;
         }
         row(f, &self.capacity_step, "  (capacity step)")?;
@@ -199,22 +211,30 @@ impl fmt::Display for Calibration {
              work per second over its parallelism)",
             self.passes
         )?;
+        let one = &self.one_at_a_time;
         write!(
             f,
             "  capacity {:.1} req/s (+-{:.1}% at 2 sigma of its {} completions); true concurrency {} \
              (the capacity over {:.1}/s one at a time = {:.2}, rounded); no-load p99 {:.1} ms, \
              p50 {:.1} ms ({} requests one at a time)",
-            self.capacity,
+            self.capacity(),
             200.0 / (self.capacity_step.completions.max(1) as f64).sqrt(),
             self.capacity_step.completions,
-            self.true_concurrency,
-            self.steps[0].throughput,
-            self.capacity / self.steps[0].throughput,
-            self.no_load_p99_ms,
-            self.no_load_p50_ms,
-            self.steps.first().map_or(0, |s| s.samples),
+            self.true_concurrency(),
+            one.throughput,
+            concurrency(self.capacity(), one.throughput),
+            one.p99_ms,
+            one.p50_ms,
+            one.samples,
         )
     }
+}
+
+/// The capacity times the time a request takes alone (the inverse of the
+/// throughput `one_at_a_time`): by Little's law, how many requests run at
+/// once at capacity, before rounding.
+fn concurrency(capacity: f64, one_at_a_time: f64) -> f64 {
+    capacity / one_at_a_time
 }
 
 /// How many requests a service runs at once, from its `capacity` and its
@@ -231,7 +251,7 @@ impl fmt::Display for Calibration {
 /// ratio of the two longest steps moves by as much, which rounding absorbs
 /// for a small service and costs a large one a fraction of a slot.
 pub fn true_concurrency(capacity: f64, one_at_a_time: f64) -> usize {
-    let concurrency = (capacity / one_at_a_time).round();
+    let concurrency = concurrency(capacity, one_at_a_time).round();
     if concurrency.is_finite() && concurrency >= 1.0 {
         concurrency as usize
     } else {
@@ -385,7 +405,6 @@ pub async fn run(
         plan.parallelism,
     )
     .await?;
-    let no_load = steps[0];
     if steps
         .iter()
         .chain([&capacity_step])
@@ -395,15 +414,15 @@ pub async fn run(
             "calibration of {service}: a step completed no request: {steps:?}"
         ));
     }
+    let Some((&one_at_a_time, sweep)) = steps.split_first() else {
+        return Err(format!("calibration of {service}: the sweep ran no step"));
+    };
     Ok(Calibration {
         service: service.to_owned(),
-        capacity: capacity_step.throughput,
-        true_concurrency: true_concurrency(capacity_step.throughput, no_load.throughput),
+        one_at_a_time,
+        sweep: sweep.to_vec(),
         capacity_step,
-        no_load_p99_ms: no_load.p99_ms,
-        no_load_p50_ms: no_load.p50_ms,
         passes: plan.passes,
-        steps,
     })
 }
 

@@ -320,7 +320,7 @@ async fn serve(
         probe.stop().await;
         let cal = cal?;
         eprintln!("{cal}");
-        policy.resolve(cal.true_concurrency)
+        policy.resolve(cal.true_concurrency())
     } else {
         policy.resolve(0)
     };

@@ -113,7 +113,7 @@ pub async fn run(
         label: format!("{LOAD}x"),
         phases: vec![Phase {
             duration: lab.soak,
-            rates: MIX.map(|share| share * LOAD * cal.capacity),
+            rates: MIX.map(|share| share * LOAD * cal.capacity()),
             slowdown_pct: 100,
         }],
         client: crate::client::ClientConfig {
@@ -129,9 +129,9 @@ pub async fn run(
             "soak: {service}, in its own process; mixed classes at {LOAD}x the calibrated capacity {:.0} req/s \
              for {d:.0} s, {:.0}% of callers hanging up, retries; `true` = {}; \
              windows: second [{:.0} s, {:.0} s) and last [{:.0} s, {:.0} s)",
-            cal.capacity,
+            cal.capacity(),
             HANGUP_SHARE * 100.0,
-            cal.true_concurrency,
+            cal.true_concurrency(),
             second.0,
             second.1,
             last.0,
@@ -149,7 +149,7 @@ pub async fn run(
     let mut fd_series = Vec::new();
     for &policy in policies {
         let config = ServerConfig {
-            policy: policy.resolve(cal.true_concurrency),
+            policy: policy.resolve(cal.true_concurrency()),
             service,
             seed: spec.seed,
             load_feedback: false,

@@ -158,7 +158,7 @@ pub async fn run(lab: &Lab, calibrations: &mut Calibrations) -> Result<ScenarioR
     let proxy_version = haproxy::ensure_installed()?;
     let service = service(lab);
     let cal = calibrations.get(lab, service, &Setup::local()).await?;
-    let capacity = cal.capacity * REPLICAS as f64;
+    let capacity = cal.capacity() * REPLICAS as f64;
     let [normal, degraded, restored] = phases(lab);
     let total = normal + degraded + restored;
     let rates = MIX.map(|share| share * LOAD * capacity);
@@ -213,7 +213,7 @@ pub async fn run(lab: &Lab, calibrations: &mut Calibrations) -> Result<ScenarioR
              (balance leastconn), {CLIENTS} client processes; mixed classes at {LOAD}x the fleet's \
              capacity {capacity:.0} req/s (3 x {:.0}, one replica calibrated); replica {DEGRADED} at \
              {DEGRADED_PCT}% service time for [{n:.0} s, {:.0} s)",
-            cal.capacity,
+            cal.capacity(),
             n + d
         ),
         &[

@@ -238,14 +238,16 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     /// The calibrated capacity, requests per second.
     pub fn capacity(&self) -> f64 {
-        self.cal.capacity
+        self.cal.capacity()
     }
 
     /// What `true` stands for in policy names, for table titles.
     pub fn true_note(&self) -> String {
         format!(
             "capacity {:.0} req/s and true concurrency {} (calibrated); no-load p99 {:.1} ms",
-            self.cal.capacity, self.cal.true_concurrency, self.cal.no_load_p99_ms
+            self.cal.capacity(),
+            self.cal.true_concurrency(),
+            self.cal.no_load_p99_ms()
         )
     }
 }
@@ -361,7 +363,7 @@ async fn run_trials(
         for spec in specs {
             let began = Instant::now();
             let config = ServerConfig {
-                policy: policy.resolve(ctx.cal.true_concurrency),
+                policy: policy.resolve(ctx.cal.true_concurrency()),
                 service: ctx.service,
                 seed: spec.seed,
                 load_feedback: false,
@@ -436,7 +438,7 @@ pub async fn run(
         Scenario::CapacityDrop => Some(capacity_drop::measure_reduced(&ctx, &setup).await?),
         _ => None,
     };
-    let specs = scenario.specs(lab, cal.capacity);
+    let specs = scenario.specs(lab, cal.capacity());
     let trials = run_trials(&ctx, scenario, &setup.placement, &specs).await?;
     drop(setup.pinned);
 

@@ -69,7 +69,7 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
             ctx.true_note(),
             lab.measured().as_secs_f64(),
             lab.warm_up().as_secs_f64(),
-            ctx.cal.true_concurrency,
+            ctx.cal.true_concurrency(),
         ),
         &[
             "step",
@@ -163,9 +163,9 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
             Ok((
                 format!(
                     "{p99_factor} x no-load p99 {:.1} ms (calibration)",
-                    ctx.cal.no_load_p99_ms
+                    ctx.cal.no_load_p99_ms()
                 ),
-                p99_factor * ctx.cal.no_load_p99_ms,
+                p99_factor * ctx.cal.no_load_p99_ms(),
             )),
             true,
             |x| format!("{x:.1} ms"),
