@@ -1189,6 +1189,7 @@ impl Estimator {
             growth,
             compared,
             grew,
+            level_capped,
             "adaptive limit: a raised round ended"
         );
         if grew && !extended {

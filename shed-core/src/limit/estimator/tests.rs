@@ -1051,6 +1051,17 @@ fn a_knee_read_low_is_found_by_a_raised_round_without_overload_or_probe() {
 /// An estimator that believes a knee of 6 slots and a baseline of 15 ms on
 /// a service of 8 slots of 20 ms (one probe read both a quarter low), its
 /// limit at the knee's floor.
+/// A raised round's interval in which the door's queue drained while the
+/// level shed: half of the `released` slots found a waiter, the rest of
+/// what arrives is what the level let in.
+fn door_drained_while_level_shed(released: u64) -> IntervalSamples {
+    IntervalSamples {
+        shedding: true,
+        handed_off: released / 2,
+        ..kept_fed(released, 0, 0, false)
+    }
+}
+
 fn knee_read_at_6_of_8() -> Estimator {
     let mut estimator = knee_found_at_8();
     estimator.knees.restart(6.0);
@@ -1094,10 +1105,8 @@ fn a_raised_round_that_drained_the_door_while_the_level_shed_is_measured_again()
                 (40, false)
             };
             IntervalSamples {
-                overloaded: false,
                 shedding,
-                handed_off: released / 2,
-                ..kept_fed(released, 0, 0, false)
+                ..door_drained_while_level_shed(released)
             }
         };
         estimator.on_interval(interval);
@@ -1117,11 +1126,7 @@ fn a_refresh_whose_raised_round_measured_only_what_the_level_let_in_does_not_pro
     let mut estimator = knee_found_at_8();
     let (limit, probes) = (estimator.limit(), estimator.beliefs().probes);
     estimator.raise_for_refresh(true);
-    let level_capped = IntervalSamples {
-        shedding: true,
-        handed_off: 20,
-        ..kept_fed(40, 0, 0, false)
-    };
+    let level_capped = door_drained_while_level_shed(40);
     feed_until(&mut estimator, level_capped, |e| {
         !matches!(e.phase, Phase::Raising { .. })
     });
@@ -1155,12 +1160,7 @@ fn a_raised_round_that_measured_only_the_level_twice_is_asked_again_within_60_in
         raising_before = raising;
         let interval = if raising && raises == 1 {
             // The door's queue drained: what the level lets in.
-            IntervalSamples {
-                overloaded: false,
-                shedding: true,
-                handed_off: 15,
-                ..kept_fed(30, 0, 0, false)
-            }
+            door_drained_while_level_shed(30)
         } else {
             // The limit's slots kept full, the level shedding the rest.
             IntervalSamples {
