@@ -63,6 +63,13 @@ pub(crate) struct Controller {
     offered: OfferedLoad,
     /// Whether they outpaced the drain rate when the last interval closed.
     outpaced: AtomicBool,
+    /// Requests arriving per second, the ones the level refused included.
+    arriving: OfferedLoad,
+    /// Requests the level refused in the current interval.
+    refused_by_level: AtomicU64,
+    /// How many times its shortest an overload's queue should be (`f64`
+    /// bits; see [`Controller::overload_stretch`]).
+    overload_stretch: AtomicU64,
     /// Requests passing the level per second, per rank.
     rank_loads: RankLoads,
     /// The least important rank drained with room to spare (see
@@ -91,6 +98,9 @@ impl Controller {
             recent_sojourn: AtomicU64::new(NO_SAMPLE),
             offered: OfferedLoad::new(),
             outpaced: AtomicBool::new(false),
+            arriving: OfferedLoad::new(),
+            refused_by_level: AtomicU64::new(0),
+            overload_stretch: AtomicU64::new(1.0f64.to_bits()),
             rank_loads: RankLoads::new(),
             protected_from: AtomicU32::new(Rank::COUNT as u32),
             passed: Default::default(),
@@ -132,6 +142,23 @@ impl Controller {
     /// the level would act on.
     pub(crate) fn record_passed_level(&self, rank: Rank) {
         self.passed[rank.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request was refused by the level: it arrived all the same, and
+    /// how far arrivals outrun the service says how long a queue an
+    /// overload needs.
+    pub(crate) fn record_refused_by_level(&self) {
+        self.refused_by_level.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many times longer than its shortest an overload's queue should
+    /// be, given how far the arrivals (the ones the level refuses included)
+    /// outran the drain rate when the last interval closed: 1 at 1.7 times
+    /// the drain or more, more as they come closer to it, where a short
+    /// queue refuses work the service would finish
+    /// ([`offered_load::overload_stretch`]). 1 while no drain rate is known.
+    pub(crate) fn overload_stretch(&self) -> f64 {
+        f64::from_bits(self.overload_stretch.load(Ordering::Relaxed))
     }
 
     /// A request of `rank` took a slot without waiting: its rank's queue was
@@ -379,6 +406,14 @@ impl Controller {
         // unprotected server would serve.
         self.offered.close_interval(arrivals, elapsed);
         let drain = self.drain_rate(limit);
+        let refused_by_level = self.refused_by_level.swap(0, Ordering::Relaxed);
+        self.arriving
+            .close_interval(arrivals.saturating_add(refused_by_level), elapsed);
+        let stretch = drain.map_or(1.0, |drain| {
+            offered_load::overload_stretch(self.arriving.peak(), drain)
+        });
+        self.overload_stretch
+            .store(stretch.to_bits(), Ordering::Relaxed);
         let outpaces = drain.map(|drain| {
             let completions = self.service.steady_count();
             self.offered.outpaces(drain, completions, config.interval)

@@ -12,6 +12,7 @@ use crate::controller::Controller;
 use crate::instruments::Gauges;
 use crate::limit::{Ending, Estimator, Sampler};
 use crate::mode::Mode;
+use crate::offered_load::OVERLOAD_QUEUE;
 use crate::patience::Patience;
 use crate::permit::{Given, Held};
 use crate::queue::{CellState, Entry, QueueGuard, QueueKey, WaitQueues};
@@ -27,10 +28,6 @@ use crate::{
     random, Admission, Arrival, Class, Clock, Cohort, Level, Permit, Rank, RejectReason, Rejection,
     RetryAfter, Stats,
 };
-
-/// Waiters enough to keep every slot busy in a sustained overload; see
-/// [`Engine::overload_wait`].
-const OVERLOAD_QUEUE: u32 = 8;
 
 /// How many times the overload wait a waiter of a rank exposed to an
 /// overload may wait before it is refused: more important arrivals pass it
@@ -305,6 +302,7 @@ impl Engine {
         let level = self.controller.level();
         let early_cohort = (level != Level::NONE).then(|| self.cohort_of(arrival));
         if let Some(cohort) = early_cohort.filter(|cohort| level.sheds(rank, *cohort)) {
+            self.controller.record_refused_by_level();
             return Door::Refuse(RejectReason::Shed, cohort);
         }
         self.controller.record_passed_level(rank);
@@ -808,8 +806,17 @@ impl Engine {
     /// Slot times, not service times: under a limit far above what the
     /// service runs at once, the service time counts the queue inside it.
     /// Measured: commit fdf2989 (unknown-capacity lab, a limit of 64 on 8 workers).
+    ///
+    /// Both bounds are stretched while the arrivals (the ones the level
+    /// refuses included) outrun the drain rate by less than 1.7 times
+    /// ([`Controller::overload_stretch`]): near 1x a queue of eight stands
+    /// full often and refuses work the service would finish (8.2% of
+    /// arrivals on 8 slots at exactly the drain rate, 1.5% with 64).
+    /// Tests `door_waits::a_third_over_the_drain_rate_a_shedding_door_keeps_fourteen_waiters`
+    /// and `offered_load::tests::an_overload_queue_stretches_from_1_at_1_7x_the_drain_to_8_at_1_06x`.
     fn overload_wait(&self) -> Option<u64> {
-        let waiters = OVERLOAD_QUEUE.min(self.sustained_limit());
+        let shortest = OVERLOAD_QUEUE.min(self.sustained_limit());
+        let waiters = (f64::from(shortest) * self.controller.overload_stretch()).round() as u32;
         self.controller
             .slot_time(self.slots.limit())
             .map(|slot_time| {

@@ -20,6 +20,11 @@
 //! (on one slot of 10 ms), where waiting for the close would let a queue
 //! as long as callers' patience build first.
 //!
+//! How far the arrivals, the ones the level refuses included, outrun the
+//! drain rate also says how long an overload's queue should be
+//! ([`overload_stretch`]): near 1x a short one refuses work the service
+//! would finish.
+//!
 //! The error of the offered rate is that of Poisson arrivals over each
 //! average's memory; the drain rate's is that of the steady mean service
 //! time over the completions it stands on, with an exponential's spread (as
@@ -65,6 +70,40 @@ pub(crate) fn surges(arrivals: u64, elapsed: u64, drain: f64, allowance: u32) ->
     arrivals - drained >= SURGE_CONFIDENCE * arrivals.sqrt()
 }
 
+/// Waiters enough to keep every slot busy in a sustained overload, the
+/// shortest an overload's queue is; see `Engine::overload_wait`.
+pub(crate) const OVERLOAD_QUEUE: u32 = 8;
+
+/// The most an overload's queue is stretched by ([`overload_stretch`]).
+pub(crate) const MAX_OVERLOAD_STRETCH: f64 = 8.0;
+
+/// The odds of an overload's queue standing full that its length allows
+/// ([`overload_stretch`]).
+const FULL_QUEUE_ODDS: f64 = 1.0 / 64.0;
+
+/// How many times longer than its shortest ([`OVERLOAD_QUEUE`]
+/// waiters) an overload's queue should be when `arriving` requests per
+/// second outrun a drain of `drain`: from 1, at 1.7 times the drain or
+/// more, to [`MAX_OVERLOAD_STRETCH`], at 1.06 times or less.
+///
+/// Arrivals that outrun the drain by a ratio `r` force refusals of
+/// `1 - 1/r` of them whatever the queue; a queue of `q` waiters refuses
+/// more, by about `r^-q` (a birth-death queue's chance of standing full),
+/// which stays under 1/64 with `q = ln 64 / ln r` waiters: 8 at 1.7x, 10 at
+/// 1.5x, 23 at 1.2x, 44 at 1.1x. Near 1x that is most of the refusals: on
+/// 8 slots at exactly the drain rate, 8 waiters refuse 8.2% of arrivals and
+/// 64 refuse 1.5% (M/M/8/K); at 1.1x 13.3% and 9.2% (of 44), against the
+/// 9.1% the excess forces. Well above 1x a longer queue changes nothing
+/// but the wait.
+pub(crate) fn overload_stretch(arriving: f64, drain: f64) -> f64 {
+    let ratio = arriving / drain;
+    if ratio.is_nan() || ratio <= 1.0 {
+        return MAX_OVERLOAD_STRETCH;
+    }
+    let waiters = (1.0 / FULL_QUEUE_ODDS).ln() / ratio.ln();
+    (waiters / f64::from(OVERLOAD_QUEUE)).clamp(1.0, MAX_OVERLOAD_STRETCH)
+}
+
 /// Requests passing the level per second, on two time scales.
 #[derive(Debug)]
 pub(crate) struct OfferedLoad {
@@ -89,6 +128,12 @@ impl OfferedLoad {
         let rate = arrivals as f64 * 1e9 / elapsed as f64;
         self.slow.fold(rate);
         self.fast.fold(rate);
+    }
+
+    /// The higher of the two averages: a jump shows in it at once (the fast
+    /// one), a small sustained excess without its noise (the slow one).
+    pub(crate) fn peak(&self) -> f64 {
+        self.slow.get().max(self.fast.get())
     }
 
     /// Whether the offered load surely exceeds `drain` requests per second,
@@ -269,5 +314,44 @@ mod tests {
     fn nothing_offered_never_outpaces() {
         assert!(!OfferedLoad::new().outpaces(0.0, 0.0, INTERVAL));
         assert!(!after(&[0; 3]).outpaces(0.0, 0.0, INTERVAL));
+    }
+
+    #[test]
+    fn an_overload_queue_stretches_from_1_at_1_7x_the_drain_to_8_at_1_06x() {
+        let waiters =
+            |ratio: f64| f64::from(OVERLOAD_QUEUE) * overload_stretch(ratio * 400.0, 400.0);
+        for ratio in [1.7, 2.0, 4.0, 100.0] {
+            assert_eq!(waiters(ratio), 8.0, "at {ratio}x");
+        }
+        // ln 64 / ln r waiters between.
+        assert_eq!(waiters(1.5).round(), 10.0);
+        assert_eq!(waiters(1.2).round(), 23.0);
+        assert_eq!(waiters(1.1).round(), 44.0);
+        for ratio in [1.06, 1.0, 0.5, 0.0] {
+            assert_eq!(waiters(ratio), 64.0, "at {ratio}x");
+        }
+        // Closer to the drain, never shorter.
+        let mut ratio = 2.0;
+        while ratio > 1.0 {
+            assert!(waiters(ratio - 0.01) >= waiters(ratio), "at {ratio}x");
+            ratio -= 0.01;
+        }
+    }
+
+    #[test]
+    fn a_drain_or_load_that_is_no_number_stretches_the_queue_most_and_panics_never() {
+        assert_eq!(overload_stretch(0.0, 0.0), MAX_OVERLOAD_STRETCH);
+        assert_eq!(overload_stretch(f64::NAN, 400.0), MAX_OVERLOAD_STRETCH);
+        assert_eq!(overload_stretch(400.0, 0.0), 1.0, "an endless ratio");
+        assert_eq!(overload_stretch(f64::INFINITY, 400.0), 1.0);
+    }
+
+    #[test]
+    fn the_peak_of_the_offered_load_follows_a_jump_at_once() {
+        // 34 an interval for 5 s, then 68: the fast average leads.
+        let mut intervals = vec![34; 50];
+        intervals.push(68);
+        let load = after(&intervals);
+        assert!((load.peak() - 510.0).abs() < 1.0, "{}", load.peak());
     }
 }

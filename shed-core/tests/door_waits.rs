@@ -242,6 +242,88 @@ fn under_a_limit_far_above_the_service_a_shedding_door_keeps_eight_waiters() {
     drop((eight, held));
 }
 
+/// The same service, 64 slots of 160 ms, offered a third more than it
+/// drains: an overload still (the load outpaces the drain, the level
+/// sheds), but a queue of eight would refuse what the service could finish
+/// (a load near the drain rate stands its queue full often). The queue is
+/// stretched to `ln 64 / ln(4/3)` = 14.5 waiters (14 with the door's
+/// rounding).
+#[test]
+fn a_third_over_the_drain_rate_a_shedding_door_keeps_fourteen_waiters() {
+    let (shedder, clock) = build(Shedder::builder().limit(64));
+    let gap = Duration::from_micros(2_500);
+    let mut held: std::collections::VecDeque<Permit> = (0..64)
+        .map(|_| {
+            clock.advance(gap);
+            shedder.try_admit(&Arrival::new(Class::Critical)).unwrap()
+        })
+        .collect();
+    // Four batch requests for every three completions, for 5 s: one waits
+    // for each completion, and every third one another finds no slot.
+    let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
+    let mut waiting: std::collections::VecDeque<_> =
+        (0..4).map(|_| queued(shedder.admit(&batch))).collect();
+    for tick in 0..2_000 {
+        clock.advance(gap);
+        drop(held.pop_front());
+        let mut next = waiting.pop_front().unwrap();
+        held.push_back(common::ready(&mut next).unwrap());
+        waiting.push_back(queued(shedder.admit(&batch)));
+        if tick % 3 == 0 {
+            assert!(shedder.try_admit(&batch).is_err());
+        }
+    }
+    assert!(shedder.level() > shed_core::Level::NONE);
+    drop(waiting);
+    let fourteen: Vec<_> = (0..14).map(|_| queued(shedder.admit(&batch))).collect();
+    let fifteenth = rejected(shedder.admit(&batch));
+    assert_eq!(fifteenth.reason(), RejectReason::QueueFull);
+    drop((fourteen, held));
+}
+
+/// The same service offered four times what it drains, three parts of it
+/// background requests that the level sheds: the load that passes the
+/// level comes close to the drain rate, but the overload is four times it,
+/// and its queue stays eight waiters long (counting only what passes, it
+/// would stretch, and every waiter would wait for nothing but latency).
+#[test]
+fn at_four_times_the_drain_rate_a_door_whose_level_sheds_most_keeps_eight_waiters() {
+    let (shedder, clock) = build(Shedder::builder().limit(64));
+    let gap = Duration::from_micros(2_500);
+    let mut held: std::collections::VecDeque<Permit> = (0..64)
+        .map(|_| {
+            clock.advance(gap);
+            shedder.try_admit(&Arrival::new(Class::Critical)).unwrap()
+        })
+        .collect();
+    let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
+    let background = Arrival::new(Class::Background);
+    let mut waiting: std::collections::VecDeque<_> =
+        (0..4).map(|_| queued(shedder.admit(&batch))).collect();
+    let mut shed_by_level = 0;
+    for _ in 0..2_000 {
+        clock.advance(gap);
+        drop(held.pop_front());
+        let mut next = waiting.pop_front().unwrap();
+        held.push_back(common::ready(&mut next).unwrap());
+        waiting.push_back(queued(shedder.admit(&batch)));
+        for _ in 0..3 {
+            let refused = shedder.try_admit(&background).unwrap_err();
+            shed_by_level += usize::from(refused.reason() == RejectReason::Shed);
+        }
+    }
+    assert!(shedder.level() > shed_core::Level::NONE);
+    assert!(
+        shed_by_level > 3_000,
+        "the level shed {shed_by_level} of 6,000"
+    );
+    drop(waiting);
+    let eight: Vec<_> = (0..8).map(|_| queued(shedder.admit(&batch))).collect();
+    let ninth = rejected(shedder.admit(&batch));
+    assert_eq!(ninth.reason(), RejectReason::QueueFull);
+    drop((eight, held));
+}
+
 /// An adaptive limit's probe cuts the limit in force (16 to 4 here, a
 /// quarter while no clean baseline was measured) for a round, while the
 /// drain the service is held to sustain stays that of 16 slots. The
