@@ -65,8 +65,12 @@ pub(crate) struct Controller {
     outpaced: AtomicBool,
     /// Requests arriving per second, the ones the level refused included.
     arriving: OfferedLoad,
-    /// Requests the level refused in the current interval.
-    refused_by_level: AtomicU64,
+    /// Permits whose work completed, per second: what the service drains
+    /// now (a slowdown shows at once, where the drain rate follows the
+    /// mean service time).
+    completing: OfferedLoad,
+    /// The [`Tallies`] as the last interval's close read them.
+    tallied: [AtomicU64; 2],
     /// How many times its shortest an overload's queue should be (`f64`
     /// bits; see [`Controller::overload_stretch`]).
     overload_stretch: AtomicU64,
@@ -99,7 +103,8 @@ impl Controller {
             offered: OfferedLoad::new(),
             outpaced: AtomicBool::new(false),
             arriving: OfferedLoad::new(),
-            refused_by_level: AtomicU64::new(0),
+            completing: OfferedLoad::new(),
+            tallied: Default::default(),
             overload_stretch: AtomicU64::new(1.0f64.to_bits()),
             rank_loads: RankLoads::new(),
             protected_from: AtomicU32::new(Rank::COUNT as u32),
@@ -144,19 +149,12 @@ impl Controller {
         self.passed[rank.index()].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A request was refused by the level: it arrived all the same, and
-    /// how far arrivals outrun the service says how long a queue an
-    /// overload needs.
-    pub(crate) fn record_refused_by_level(&self) {
-        self.refused_by_level.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// How many times longer than its shortest an overload's queue should
     /// be, given how far the arrivals (the ones the level refuses included)
-    /// outran the drain rate when the last interval closed: 1 at 1.7 times
-    /// the drain or more, more as they come closer to it, where a short
-    /// queue refuses work the service would finish
-    /// ([`offered_load::overload_stretch`]). 1 while no drain rate is known.
+    /// outran the completions when the last interval closed: 1 at 1.7
+    /// times or more, more as they come closer, where a short queue
+    /// refuses work the service would finish
+    /// ([`offered_load::overload_stretch`]).
     pub(crate) fn overload_stretch(&self) -> f64 {
         f64::from_bits(self.overload_stretch.load(Ordering::Relaxed))
     }
@@ -340,7 +338,7 @@ impl Controller {
     ///
     /// An interval is overloaded when some admitted rank kept a standing
     /// queue (its shortest wait above the target), or when callers hung up
-    /// in a wave (`hang_ups`, at least [`HANG_UP_WAVE`] of the requests that
+    /// in a wave (`tallies.hang_ups`, at least [`HANG_UP_WAVE`] of the requests that
     /// passed the level, and at least [`HANG_UPS_AT_LEAST`]): their work was
     /// admitted for nobody, whatever the queue looked like.
     ///
@@ -355,7 +353,7 @@ impl Controller {
         _claim: &Claim<'_>,
         now: u64,
         limit: u32,
-        hang_ups: u64,
+        tallies: Tallies,
         measured: bool,
         config: &Config,
     ) -> Closed {
@@ -399,6 +397,7 @@ impl Controller {
         let target = config.live.target_sojourn().max(natural_wait);
         let standing_queue = min_sojourn != NO_SAMPLE && min_sojourn > target;
         let arrivals: u64 = passed.iter().sum();
+        let hang_ups = tallies.hang_ups;
         let hang_up_wave =
             hang_ups >= HANG_UPS_AT_LEAST && hang_ups as f64 >= HANG_UP_WAVE * arrivals as f64;
         // A queue that stands while the service keeps up with the offered
@@ -406,12 +405,15 @@ impl Controller {
         // unprotected server would serve.
         self.offered.close_interval(arrivals, elapsed);
         let drain = self.drain_rate(limit);
-        let refused_by_level = self.refused_by_level.swap(0, Ordering::Relaxed);
+        let since_last = |tallied: &AtomicU64, now: u64| {
+            now.saturating_sub(tallied.swap(now, Ordering::Relaxed))
+        };
+        let refused_by_level = since_last(&self.tallied[0], tallies.refused_by_level);
+        let completed = since_last(&self.tallied[1], tallies.completed);
         self.arriving
             .close_interval(arrivals.saturating_add(refused_by_level), elapsed);
-        let stretch = drain.map_or(1.0, |drain| {
-            offered_load::overload_stretch(self.arriving.peak(), drain)
-        });
+        self.completing.close_interval(completed, elapsed);
+        let stretch = offered_load::overload_stretch(self.arriving.ratio_to(&self.completing));
         self.overload_stretch
             .store(stretch.to_bits(), Ordering::Relaxed);
         let outpaces = drain.map(|drain| {
@@ -445,6 +447,19 @@ impl Controller {
             shedding: level != Level::NONE,
         }
     }
+}
+
+/// What the engine counted, read where an interval closes: the interval's
+/// hang-ups, and two running totals whose differences the controller takes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Tallies {
+    /// Callers seen to hang up in the interval.
+    pub(crate) hang_ups: u64,
+    /// Requests the level refused (or would have, in shadow mode).
+    pub(crate) refused_by_level: u64,
+    /// Permits whose work completed (not cut at a deadline, nor given
+    /// back by a caller that hung up).
+    pub(crate) completed: u64,
 }
 
 /// Whether `silence` nanoseconds without an event is long enough that no
@@ -578,7 +593,7 @@ mod tests {
         let controller = Controller::new(&config);
         let close = |now: u64| {
             let claim = controller.claim(now, true, &config).expect("a claim");
-            controller.update(&claim, now, 8, 0, true, &config)
+            controller.update(&claim, now, 8, Tallies::default(), true, &config)
         };
         assert!(!close(config.interval).shedding);
         controller.level.store(5 * 128, Ordering::Relaxed);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::arrival::{CohortSource, DeadlineSource};
 use crate::config::{nanos, Config, LimitConfig};
-use crate::controller::Controller;
+use crate::controller::{Controller, Tallies};
 use crate::instruments::Gauges;
 use crate::limit::{Ending, Estimator, Sampler};
 use crate::mode::Mode;
@@ -302,7 +302,6 @@ impl Engine {
         let level = self.controller.level();
         let early_cohort = (level != Level::NONE).then(|| self.cohort_of(arrival));
         if let Some(cohort) = early_cohort.filter(|cohort| level.sheds(rank, *cohort)) {
-            self.controller.record_refused_by_level();
             return Door::Refuse(RejectReason::Shed, cohort);
         }
         self.controller.record_passed_level(rank);
@@ -808,12 +807,12 @@ impl Engine {
     /// Measured: commit fdf2989 (unknown-capacity lab, a limit of 64 on 8 workers).
     ///
     /// Both bounds are stretched while the arrivals (the ones the level
-    /// refuses included) outrun the drain rate by less than 1.7 times
+    /// refuses included) outrun the completions by less than 1.7 times
     /// ([`Controller::overload_stretch`]): near 1x a queue of eight stands
     /// full often and refuses work the service would finish (8.2% of
     /// arrivals on 8 slots at exactly the drain rate, 1.5% with 64).
     /// Tests `door_waits::a_third_over_the_drain_rate_a_shedding_door_keeps_fourteen_waiters`
-    /// and `offered_load::tests::an_overload_queue_stretches_from_1_at_1_7x_the_drain_to_8_at_1_06x`.
+    /// and `offered_load::tests::an_overload_queue_stretches_from_1_at_1_7x_the_completions_to_8_at_1_06x`.
     fn overload_wait(&self) -> Option<u64> {
         let shortest = OVERLOAD_QUEUE.min(self.sustained_limit());
         let waiters = (f64::from(shortest) * self.controller.overload_stretch()).round() as u32;
@@ -927,11 +926,16 @@ impl Engine {
         let hang_ups = if measured { hang_ups } else { 0 };
         // Nobody else takes the estimator's lock but stats and `set_limit`.
         let mut estimator = self.estimator.as_ref().map(|estimator| estimator.lock());
+        let tallies = Tallies {
+            hang_ups,
+            refused_by_level: self.counters.tally(Outcome::Shed),
+            completed: self.counters.tally(Outcome::Completed),
+        };
         let closed = self.controller.update(
             &claim,
             now,
             self.sustained_limit(),
-            hang_ups,
+            tallies,
             measured,
             &self.config,
         );

@@ -21,7 +21,7 @@
 //! as long as callers' patience build first.
 //!
 //! How far the arrivals, the ones the level refuses included, outrun the
-//! drain rate also says how long an overload's queue should be
+//! completions also says how long an overload's queue should be
 //! ([`overload_stretch`]): near 1x a short one refuses work the service
 //! would finish.
 //!
@@ -81,12 +81,12 @@ pub(crate) const MAX_OVERLOAD_STRETCH: f64 = 8.0;
 /// ([`overload_stretch`]).
 const FULL_QUEUE_ODDS: f64 = 1.0 / 64.0;
 
-/// How many times longer than its shortest ([`OVERLOAD_QUEUE`]
-/// waiters) an overload's queue should be when `arriving` requests per
-/// second outrun a drain of `drain`: from 1, at 1.7 times the drain or
-/// more, to [`MAX_OVERLOAD_STRETCH`], at 1.06 times or less.
+/// How many times longer than its shortest ([`OVERLOAD_QUEUE`] waiters) an
+/// overload's queue should be when arrivals outrun completions by `ratio`
+/// (see [`OfferedLoad::ratio_to`]): from 1, at 1.7 times or more, to
+/// [`MAX_OVERLOAD_STRETCH`], at 1.06 times or less (or no ratio at all).
 ///
-/// Arrivals that outrun the drain by a ratio `r` force refusals of
+/// Arrivals that outrun completions by a ratio `r` force refusals of
 /// `1 - 1/r` of them whatever the queue; a queue of `q` waiters refuses
 /// more, by about `r^-q` (a birth-death queue's chance of standing full),
 /// which stays under 1/64 with `q = ln 64 / ln r` waiters: 8 at 1.7x, 10 at
@@ -95,8 +95,12 @@ const FULL_QUEUE_ODDS: f64 = 1.0 / 64.0;
 /// 64 refuse 1.5% (M/M/8/K); at 1.1x 13.3% and 9.2% (of 44), against the
 /// 9.1% the excess forces. Well above 1x a longer queue changes nothing
 /// but the wait.
-pub(crate) fn overload_stretch(arriving: f64, drain: f64) -> f64 {
-    let ratio = arriving / drain;
+///
+/// Completions, not the drain rate the mean service time gives: when the
+/// service slows down, completions fall at once, where that mean lags and
+/// would read the overload as a mild one (and a probe's cut, which lowers
+/// them for a round, shortens the queue, not the other way round).
+pub(crate) fn overload_stretch(ratio: f64) -> f64 {
     if ratio.is_nan() || ratio <= 1.0 {
         return MAX_OVERLOAD_STRETCH;
     }
@@ -130,10 +134,17 @@ impl OfferedLoad {
         self.fast.fold(rate);
     }
 
-    /// The higher of the two averages: a jump shows in it at once (the fast
-    /// one), a small sustained excess without its noise (the slow one).
-    pub(crate) fn peak(&self) -> f64 {
-        self.slow.get().max(self.fast.get())
+    /// How many times `other`'s rate this one is: the higher of the ratio of
+    /// the slow averages (a small sustained difference, without the fast
+    /// ones' noise) and that of the fast ones (a jump of either, at once).
+    /// Infinite where `other` is zero, `NaN` where both are.
+    pub(crate) fn ratio_to(&self, other: &OfferedLoad) -> f64 {
+        let slow = self.slow.get() / other.slow.get();
+        let fast = self.fast.get() / other.fast.get();
+        if slow.is_nan() || fast.is_nan() {
+            return f64::NAN;
+        }
+        slow.max(fast)
     }
 
     /// Whether the offered load surely exceeds `drain` requests per second,
@@ -317,20 +328,19 @@ mod tests {
     }
 
     #[test]
-    fn an_overload_queue_stretches_from_1_at_1_7x_the_drain_to_8_at_1_06x() {
-        let waiters =
-            |ratio: f64| f64::from(OVERLOAD_QUEUE) * overload_stretch(ratio * 400.0, 400.0);
-        for ratio in [1.7, 2.0, 4.0, 100.0] {
+    fn an_overload_queue_stretches_from_1_at_1_7x_the_completions_to_8_at_1_06x() {
+        let waiters = |ratio: f64| f64::from(OVERLOAD_QUEUE) * overload_stretch(ratio);
+        for ratio in [1.7, 2.0, 4.0, 100.0, f64::INFINITY] {
             assert_eq!(waiters(ratio), 8.0, "at {ratio}x");
         }
         // ln 64 / ln r waiters between.
         assert_eq!(waiters(1.5).round(), 10.0);
         assert_eq!(waiters(1.2).round(), 23.0);
         assert_eq!(waiters(1.1).round(), 44.0);
-        for ratio in [1.06, 1.0, 0.5, 0.0] {
+        for ratio in [1.06, 1.0, 0.5, 0.0, f64::NAN] {
             assert_eq!(waiters(ratio), 64.0, "at {ratio}x");
         }
-        // Closer to the drain, never shorter.
+        // Closer to the completions, never shorter.
         let mut ratio = 2.0;
         while ratio > 1.0 {
             assert!(waiters(ratio - 0.01) >= waiters(ratio), "at {ratio}x");
@@ -339,19 +349,16 @@ mod tests {
     }
 
     #[test]
-    fn a_drain_or_load_that_is_no_number_stretches_the_queue_most_and_panics_never() {
-        assert_eq!(overload_stretch(0.0, 0.0), MAX_OVERLOAD_STRETCH);
-        assert_eq!(overload_stretch(f64::NAN, 400.0), MAX_OVERLOAD_STRETCH);
-        assert_eq!(overload_stretch(400.0, 0.0), 1.0, "an endless ratio");
-        assert_eq!(overload_stretch(f64::INFINITY, 400.0), 1.0);
-    }
-
-    #[test]
-    fn the_peak_of_the_offered_load_follows_a_jump_at_once() {
-        // 34 an interval for 5 s, then 68: the fast average leads.
-        let mut intervals = vec![34; 50];
-        intervals.push(68);
-        let load = after(&intervals);
-        assert!((load.peak() - 510.0).abs() < 1.0, "{}", load.peak());
+    fn the_ratio_of_two_loads_is_the_higher_of_the_slow_and_the_fast_ones() {
+        // 34 arrivals an interval against 34 completions for 5 s: 1.
+        let (arriving, completing) = (after(&[34; 50]), after(&[34; 50]));
+        assert_eq!(arriving.ratio_to(&completing), 1.0);
+        // Then completions fall to half (a slowdown): the fast ratio shows
+        // it at once, 34 / 25.5, where the slow one reads 34 / 33.15.
+        completing.close_interval(17, INTERVAL);
+        assert!((arriving.ratio_to(&completing) - 34.0 / 25.5).abs() < 1e-9);
+        // Nothing completed yet: no ratio, or an endless one.
+        assert!(arriving.ratio_to(&OfferedLoad::new()).is_infinite());
+        assert!(OfferedLoad::new().ratio_to(&OfferedLoad::new()).is_nan());
     }
 }

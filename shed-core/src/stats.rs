@@ -143,6 +143,15 @@ impl Counters {
         self.instruments.set_gauges(gauges);
     }
 
+    /// How many requests of every class ended in `outcome` so far, in
+    /// either mode (in shadow mode, what enforcing mode would have done
+    /// counts).
+    pub(crate) fn tally(&self, outcome: Outcome) -> u64 {
+        (self.by_class.iter().chain(&self.would))
+            .map(|counts| counts[outcome as usize].load(Ordering::Relaxed))
+            .fold(0, u64::saturating_add)
+    }
+
     pub(crate) fn bypassed(&self) -> u64 {
         self.bypassed.load(Ordering::Relaxed)
     }

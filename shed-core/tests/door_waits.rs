@@ -8,10 +8,13 @@
 
 mod common;
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use common::{build, ms, queued, rejected};
-use shed_core::{Arrival, Class, Clock, Cohort, ManualClock, Permit, RejectReason, Shedder};
+use shed_core::{
+    Admission, Arrival, Class, Clock, Cohort, ManualClock, Permit, RejectReason, Shedder, Waiter,
+};
 
 /// One slot, busy; callers of interactive requests are seen to hang up
 /// after 250 ms: sixteen of them queued and gave up, across an interval.
@@ -205,80 +208,96 @@ fn a_waiter_queued_before_any_hang_up_is_refused_once_it_outwaited_its_callers()
 
 /// A limit set far above what the service runs at once: 64 slots whose
 /// requests each hold theirs for 160 ms (the work queues inside the
-/// service), so completions come 2.5 ms apart. While the controller sheds,
-/// the door keeps only the eight waiters that bridge the gaps between
-/// completions (8 x 2.5 ms = 20 ms), not a queue as long as the service's
-/// own 160 ms.
+/// service), so completions come 2.5 ms apart. Four batch requests wait;
+/// then for `ticks` completions, each of the oldest permit hands its slot
+/// to a waiter and a new batch request queues, and `also` is called with
+/// the tick's number for whatever else arrives. Returns the permits held
+/// and the waiters.
+fn sixty_four_slots_of_160_ms(
+    shedder: &Shedder,
+    clock: &ManualClock,
+    ticks: usize,
+    mut also: impl FnMut(usize),
+) -> (VecDeque<Permit>, VecDeque<Waiter>) {
+    let gap = Duration::from_micros(2_500);
+    let mut held: VecDeque<Permit> = (0..64)
+        .map(|_| {
+            clock.advance(gap);
+            shedder.try_admit(&Arrival::new(Class::Critical)).unwrap()
+        })
+        .collect();
+    let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
+    let mut waiting: VecDeque<_> = (0..4).map(|_| queued(shedder.admit(&batch))).collect();
+    for tick in 0..ticks {
+        clock.advance(gap);
+        drop(held.pop_front());
+        let mut next = waiting.pop_front().unwrap();
+        held.push_back(common::ready(&mut next).unwrap());
+        waiting.push_back(queued(shedder.admit(&batch)));
+        also(tick);
+    }
+    (held, waiting)
+}
+
+/// Once the waiting queue has been let go, how many batch requests the
+/// door lets wait before it refuses one for a full queue (with a
+/// Retry-After).
+fn batch_waiters_let_in(shedder: &Shedder) -> usize {
+    let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
+    let mut waiters = Vec::new();
+    loop {
+        match shedder.admit(&batch) {
+            Admission::Queued(waiter) => waiters.push(waiter),
+            Admission::Rejected(refused) => {
+                assert_eq!(refused.reason(), RejectReason::QueueFull);
+                assert!(refused.retry_after().is_some());
+                return waiters.len();
+            }
+            Admission::Admitted(_) => panic!("no slot is free"),
+        }
+    }
+}
+
+/// Under twice as many batch requests as completions, while the controller
+/// sheds, the door keeps only the eight waiters that bridge the gaps
+/// between completions (8 x 2.5 ms = 20 ms), not a queue as long as the
+/// service's own 160 ms.
 #[test]
 fn under_a_limit_far_above_the_service_a_shedding_door_keeps_eight_waiters() {
     let (shedder, clock) = build(Shedder::builder().limit(64));
-    let gap = Duration::from_micros(2_500);
-    let mut held: std::collections::VecDeque<Permit> = (0..64)
-        .map(|_| {
-            clock.advance(gap);
-            shedder.try_admit(&Arrival::new(Class::Critical)).unwrap()
-        })
-        .collect();
-    // Twice as many batch requests as completions, and a standing queue of
-    // them for over an interval: each completion, of the oldest permit
-    // (held 160 ms), hands its slot to a waiter.
     let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
-    let mut waiting: std::collections::VecDeque<_> =
-        (0..4).map(|_| queued(shedder.admit(&batch))).collect();
-    for _ in 0..200 {
-        clock.advance(gap);
-        drop(held.pop_front());
-        let mut next = waiting.pop_front().unwrap();
-        held.push_back(common::ready(&mut next).unwrap());
-        waiting.push_back(queued(shedder.admit(&batch)));
+    let (held, waiting) = sixty_four_slots_of_160_ms(&shedder, &clock, 200, |_| {
         assert!(shedder.try_admit(&batch).is_err());
-    }
+    });
     assert!(shedder.level() > shed_core::Level::NONE);
     drop(waiting);
-    let eight: Vec<_> = (0..8).map(|_| queued(shedder.admit(&batch))).collect();
-    let ninth = rejected(shedder.admit(&batch));
-    assert_eq!(ninth.reason(), RejectReason::QueueFull);
-    assert!(ninth.retry_after().is_some());
-    drop((eight, held));
+    assert_eq!(batch_waiters_let_in(&shedder), 8);
+    drop(held);
 }
 
-/// The same service, 64 slots of 160 ms, offered a third more than it
-/// drains: an overload still (the load outpaces the drain, the level
-/// sheds), but a queue of eight would refuse what the service could finish
-/// (a load near the drain rate stands its queue full often). The queue is
-/// stretched to `ln 64 / ln(4/3)` = 14.5 waiters (14 with the door's
-/// rounding).
+/// The same service offered a third more than it drains, the third in
+/// background requests: an overload still (the load outpaces the drain,
+/// the level sheds them), but a queue of eight would refuse what the
+/// service could finish (a load near the drain rate stands its queue full
+/// often). The queue is stretched to `ln 64 / ln(4/3)` = 14.5 waiters (14
+/// with the door's rounding).
 #[test]
 fn a_third_over_the_drain_rate_a_shedding_door_keeps_fourteen_waiters() {
     let (shedder, clock) = build(Shedder::builder().limit(64));
-    let gap = Duration::from_micros(2_500);
-    let mut held: std::collections::VecDeque<Permit> = (0..64)
-        .map(|_| {
-            clock.advance(gap);
-            shedder.try_admit(&Arrival::new(Class::Critical)).unwrap()
-        })
-        .collect();
-    // Four batch requests for every three completions, for 5 s: one waits
-    // for each completion, and every third one another finds no slot.
-    let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
-    let mut waiting: std::collections::VecDeque<_> =
-        (0..4).map(|_| queued(shedder.admit(&batch))).collect();
-    for tick in 0..2_000 {
-        clock.advance(gap);
-        drop(held.pop_front());
-        let mut next = waiting.pop_front().unwrap();
-        held.push_back(common::ready(&mut next).unwrap());
-        waiting.push_back(queued(shedder.admit(&batch)));
+    let background = Arrival::new(Class::Background);
+    // For 10 s (the slow averages of arrivals and completions settle),
+    // four requests for every three completions: a batch request waits for
+    // each completion, and every third completion a background request
+    // finds no slot or is shed.
+    let (held, waiting) = sixty_four_slots_of_160_ms(&shedder, &clock, 4_000, |tick| {
         if tick % 3 == 0 {
-            assert!(shedder.try_admit(&batch).is_err());
+            assert!(shedder.try_admit(&background).is_err());
         }
-    }
+    });
     assert!(shedder.level() > shed_core::Level::NONE);
     drop(waiting);
-    let fourteen: Vec<_> = (0..14).map(|_| queued(shedder.admit(&batch))).collect();
-    let fifteenth = rejected(shedder.admit(&batch));
-    assert_eq!(fifteenth.reason(), RejectReason::QueueFull);
-    drop((fourteen, held));
+    assert_eq!(batch_waiters_let_in(&shedder), 14);
+    drop(held);
 }
 
 /// The same service offered four times what it drains, three parts of it
@@ -289,39 +308,22 @@ fn a_third_over_the_drain_rate_a_shedding_door_keeps_fourteen_waiters() {
 #[test]
 fn at_four_times_the_drain_rate_a_door_whose_level_sheds_most_keeps_eight_waiters() {
     let (shedder, clock) = build(Shedder::builder().limit(64));
-    let gap = Duration::from_micros(2_500);
-    let mut held: std::collections::VecDeque<Permit> = (0..64)
-        .map(|_| {
-            clock.advance(gap);
-            shedder.try_admit(&Arrival::new(Class::Critical)).unwrap()
-        })
-        .collect();
-    let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
     let background = Arrival::new(Class::Background);
-    let mut waiting: std::collections::VecDeque<_> =
-        (0..4).map(|_| queued(shedder.admit(&batch))).collect();
     let mut shed_by_level = 0;
-    for _ in 0..2_000 {
-        clock.advance(gap);
-        drop(held.pop_front());
-        let mut next = waiting.pop_front().unwrap();
-        held.push_back(common::ready(&mut next).unwrap());
-        waiting.push_back(queued(shedder.admit(&batch)));
+    let (held, waiting) = sixty_four_slots_of_160_ms(&shedder, &clock, 2_000, |_| {
         for _ in 0..3 {
             let refused = shedder.try_admit(&background).unwrap_err();
             shed_by_level += usize::from(refused.reason() == RejectReason::Shed);
         }
-    }
+    });
     assert!(shedder.level() > shed_core::Level::NONE);
     assert!(
         shed_by_level > 3_000,
         "the level shed {shed_by_level} of 6,000"
     );
     drop(waiting);
-    let eight: Vec<_> = (0..8).map(|_| queued(shedder.admit(&batch))).collect();
-    let ninth = rejected(shedder.admit(&batch));
-    assert_eq!(ninth.reason(), RejectReason::QueueFull);
-    drop((eight, held));
+    assert_eq!(batch_waiters_let_in(&shedder), 8);
+    drop(held);
 }
 
 /// An adaptive limit's probe cuts the limit in force (16 to 4 here, a
