@@ -69,8 +69,10 @@ pub(crate) struct Controller {
     /// now (a slowdown shows at once, where the drain rate follows the
     /// mean service time).
     completing: OfferedLoad,
-    /// The [`Tallies`] as the last interval's close read them.
-    tallied: [AtomicU64; 2],
+    /// [`Tallies::refused_by_level`] as the last interval's close read it.
+    refused_by_level_seen: AtomicU64,
+    /// [`Tallies::completed`] as the last interval's close read it.
+    completed_seen: AtomicU64,
     /// How many times its shortest an overload's queue should be (`f64`
     /// bits; see [`Controller::overload_stretch`]).
     overload_stretch: AtomicU64,
@@ -104,7 +106,8 @@ impl Controller {
             outpaced: AtomicBool::new(false),
             arriving: OfferedLoad::new(),
             completing: OfferedLoad::new(),
-            tallied: Default::default(),
+            refused_by_level_seen: AtomicU64::new(0),
+            completed_seen: AtomicU64::new(0),
             overload_stretch: AtomicU64::new(1.0f64.to_bits()),
             rank_loads: RankLoads::new(),
             protected_from: AtomicU32::new(Rank::COUNT as u32),
@@ -405,11 +408,11 @@ impl Controller {
         // unprotected server would serve.
         self.offered.close_interval(arrivals, elapsed);
         let drain = self.drain_rate(limit);
-        let since_last = |tallied: &AtomicU64, now: u64| {
-            now.saturating_sub(tallied.swap(now, Ordering::Relaxed))
+        let since_seen = |seen: &AtomicU64, total: u64| {
+            total.saturating_sub(seen.swap(total, Ordering::Relaxed))
         };
-        let refused_by_level = since_last(&self.tallied[0], tallies.refused_by_level);
-        let completed = since_last(&self.tallied[1], tallies.completed);
+        let refused_by_level = since_seen(&self.refused_by_level_seen, tallies.refused_by_level);
+        let completed = since_seen(&self.completed_seen, tallies.completed);
         self.arriving
             .close_interval(arrivals.saturating_add(refused_by_level), elapsed);
         self.completing.close_interval(completed, elapsed);
@@ -455,7 +458,9 @@ impl Controller {
 pub(crate) struct Tallies {
     /// Callers seen to hang up in the interval.
     pub(crate) hang_ups: u64,
-    /// Requests the level refused (or would have, in shadow mode).
+    /// Requests the level refused (or would have, in shadow mode); one
+    /// the level refuses as it queues, having passed it at the door, counts
+    /// twice (a race, and rare).
     pub(crate) refused_by_level: u64,
     /// Permits whose work completed (not cut at a deadline, nor given
     /// back by a caller that hung up).

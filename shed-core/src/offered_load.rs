@@ -75,7 +75,7 @@ pub(crate) fn surges(arrivals: u64, elapsed: u64, drain: f64, allowance: u32) ->
 pub(crate) const OVERLOAD_QUEUE: u32 = 8;
 
 /// The most an overload's queue is stretched by ([`overload_stretch`]).
-pub(crate) const MAX_OVERLOAD_STRETCH: f64 = 8.0;
+const MAX_OVERLOAD_STRETCH: f64 = 8.0;
 
 /// The odds of an overload's queue standing full that its length allows
 /// ([`overload_stretch`]).
@@ -108,7 +108,9 @@ pub(crate) fn overload_stretch(ratio: f64) -> f64 {
     (waiters / f64::from(OVERLOAD_QUEUE)).clamp(1.0, MAX_OVERLOAD_STRETCH)
 }
 
-/// Requests passing the level per second, on two time scales.
+/// A rate of events, on two time scales: requests passing the level per
+/// second (the offered load), and, for an overload queue's length,
+/// arrivals and completions ([`OfferedLoad::ratio_to`]).
 #[derive(Debug)]
 pub(crate) struct OfferedLoad {
     slow: Average,

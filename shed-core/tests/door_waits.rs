@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::{build, ms, queued, rejected};
 use shed_core::{
-    Admission, Arrival, Class, Clock, Cohort, ManualClock, Permit, RejectReason, Shedder, Waiter,
+    Admission, Arrival, Class, Clock, Cohort, ManualClock, Permit, RejectReason, Shedder,
 };
 
 /// One slot, busy; callers of interactive requests are seen to hang up
@@ -211,14 +211,15 @@ fn a_waiter_queued_before_any_hang_up_is_refused_once_it_outwaited_its_callers()
 /// service), so completions come 2.5 ms apart. Four batch requests wait;
 /// then for `ticks` completions, each of the oldest permit hands its slot
 /// to a waiter and a new batch request queues, and `also` is called with
-/// the tick's number for whatever else arrives. Returns the permits held
-/// and the waiters.
-fn sixty_four_slots_of_160_ms(
-    shedder: &Shedder,
-    clock: &ManualClock,
+/// the shedder and the tick's number for whatever else arrives. Then,
+/// the controller shedding and the waiting queue let go, how many batch
+/// requests the door lets wait before it refuses one for a full queue
+/// (with a Retry-After).
+fn overload_queue_of_64_slots_of_160_ms(
     ticks: usize,
-    mut also: impl FnMut(usize),
-) -> (VecDeque<Permit>, VecDeque<Waiter>) {
+    mut also: impl FnMut(&Shedder, usize),
+) -> usize {
+    let (shedder, clock) = build(Shedder::builder().limit(64));
     let gap = Duration::from_micros(2_500);
     let mut held: VecDeque<Permit> = (0..64)
         .map(|_| {
@@ -234,24 +235,18 @@ fn sixty_four_slots_of_160_ms(
         let mut next = waiting.pop_front().unwrap();
         held.push_back(common::ready(&mut next).unwrap());
         waiting.push_back(queued(shedder.admit(&batch)));
-        also(tick);
+        also(&shedder, tick);
     }
-    (held, waiting)
-}
-
-/// Once the waiting queue has been let go, how many batch requests the
-/// door lets wait before it refuses one for a full queue (with a
-/// Retry-After).
-fn batch_waiters_let_in(shedder: &Shedder) -> usize {
-    let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
-    let mut waiters = Vec::new();
+    assert!(shedder.level() > shed_core::Level::NONE);
+    drop(waiting);
+    let mut let_in = Vec::new();
     loop {
         match shedder.admit(&batch) {
-            Admission::Queued(waiter) => waiters.push(waiter),
+            Admission::Queued(waiter) => let_in.push(waiter),
             Admission::Rejected(refused) => {
                 assert_eq!(refused.reason(), RejectReason::QueueFull);
                 assert!(refused.retry_after().is_some());
-                return waiters.len();
+                return let_in.len();
             }
             Admission::Admitted(_) => panic!("no slot is free"),
         }
@@ -264,15 +259,11 @@ fn batch_waiters_let_in(shedder: &Shedder) -> usize {
 /// service's own 160 ms.
 #[test]
 fn under_a_limit_far_above_the_service_a_shedding_door_keeps_eight_waiters() {
-    let (shedder, clock) = build(Shedder::builder().limit(64));
     let batch = Arrival::new(Class::Batch).with_cohort(Cohort::MAX);
-    let (held, waiting) = sixty_four_slots_of_160_ms(&shedder, &clock, 200, |_| {
+    let let_in = overload_queue_of_64_slots_of_160_ms(200, |shedder, _| {
         assert!(shedder.try_admit(&batch).is_err());
     });
-    assert!(shedder.level() > shed_core::Level::NONE);
-    drop(waiting);
-    assert_eq!(batch_waiters_let_in(&shedder), 8);
-    drop(held);
+    assert_eq!(let_in, 8);
 }
 
 /// The same service offered a third more than it drains, the third in
@@ -283,21 +274,17 @@ fn under_a_limit_far_above_the_service_a_shedding_door_keeps_eight_waiters() {
 /// with the door's rounding).
 #[test]
 fn a_third_over_the_drain_rate_a_shedding_door_keeps_fourteen_waiters() {
-    let (shedder, clock) = build(Shedder::builder().limit(64));
     let background = Arrival::new(Class::Background);
     // For 10 s (the slow averages of arrivals and completions settle),
     // four requests for every three completions: a batch request waits for
     // each completion, and every third completion a background request
     // finds no slot or is shed.
-    let (held, waiting) = sixty_four_slots_of_160_ms(&shedder, &clock, 4_000, |tick| {
+    let let_in = overload_queue_of_64_slots_of_160_ms(4_000, |shedder, tick| {
         if tick % 3 == 0 {
             assert!(shedder.try_admit(&background).is_err());
         }
     });
-    assert!(shedder.level() > shed_core::Level::NONE);
-    drop(waiting);
-    assert_eq!(batch_waiters_let_in(&shedder), 14);
-    drop(held);
+    assert_eq!(let_in, 14);
 }
 
 /// The same service offered four times what it drains, three parts of it
@@ -307,23 +294,19 @@ fn a_third_over_the_drain_rate_a_shedding_door_keeps_fourteen_waiters() {
 /// would stretch, and every waiter would wait for nothing but latency).
 #[test]
 fn at_four_times_the_drain_rate_a_door_whose_level_sheds_most_keeps_eight_waiters() {
-    let (shedder, clock) = build(Shedder::builder().limit(64));
     let background = Arrival::new(Class::Background);
     let mut shed_by_level = 0;
-    let (held, waiting) = sixty_four_slots_of_160_ms(&shedder, &clock, 2_000, |_| {
+    let let_in = overload_queue_of_64_slots_of_160_ms(2_000, |shedder, _| {
         for _ in 0..3 {
             let refused = shedder.try_admit(&background).unwrap_err();
             shed_by_level += usize::from(refused.reason() == RejectReason::Shed);
         }
     });
-    assert!(shedder.level() > shed_core::Level::NONE);
     assert!(
         shed_by_level > 3_000,
         "the level shed {shed_by_level} of 6,000"
     );
-    drop(waiting);
-    assert_eq!(batch_waiters_let_in(&shedder), 8);
-    drop(held);
+    assert_eq!(let_in, 8);
 }
 
 /// An adaptive limit's probe cuts the limit in force (16 to 4 here, a
