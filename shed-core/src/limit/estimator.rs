@@ -1297,13 +1297,19 @@ impl Estimator {
     /// How much a new probe's cuts divide the limit by: a half, or a
     /// quarter while no clean baseline was ever measured and the limit
     /// likely lies at twice the knee or more: when slow start ends (its
-    /// throughput stopped doubling with the limit) and while the limit
-    /// descends from a large initial one, which skips slow start. A
-    /// back-off out of slow start leaves a limit within twice the knee,
-    /// where a quarter cut (7 to 2 at a batch spike's start) serves less
-    /// than the interactive traffic beside the batch.
+    /// throughput stopped doubling with the limit), also when it ended by
+    /// backing off after that (hang-ups cut 16 to 15 on a CPU-bound
+    /// service of one slot in the lab, and halving probes took the limit
+    /// 15, 7, 4, 2, reaching 2 1.5 s into the measured window: p99 167 ms),
+    /// and while the limit descends from a large initial one, which skips
+    /// slow start. A back-off out of slow start before its throughput
+    /// stopped growing leaves a limit within twice the knee, where a
+    /// quarter cut (7 to 2 at a batch spike's start) serves less than the
+    /// interactive traffic beside the batch.
     fn probe_divisor(&self) -> f64 {
-        let far_above = self.phase == Phase::SlowStart || self.settings.initial > SLOW_START_MAX;
+        let far_above = self.phase == Phase::SlowStart
+            || (self.plateau.is_some() && self.phase == Phase::Steady)
+            || self.settings.initial > SLOW_START_MAX;
         if !self.clean && far_above {
             4.0
         } else {

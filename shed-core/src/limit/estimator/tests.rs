@@ -811,6 +811,29 @@ fn a_probe_after_backing_off_out_of_slow_start_halves_the_limit() {
 }
 
 #[test]
+fn a_probe_after_slow_start_stopped_growing_and_backed_off_cuts_by_a_quarter() {
+    // A service of 2 slots: slow start doubles blindly to 16, where the
+    // throughput is what 8 gave. Callers hang up on half the permits held
+    // 8 times as long as the service takes, before the load has been seen
+    // to hold the service full: the limit backs off to 13, still six times
+    // the knee. The probe that follows cuts to a quarter, 3, as slow
+    // start's own exit would have: halving went to 7 first, and took three
+    // rounds to reach the knee.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, slots_kept_full(2, false), |e| {
+        e.limit() == 16
+    });
+    for _ in 0..8 {
+        estimator.on_interval(slots_kept_full(2, false));
+    }
+    let hang_ups = kept_fed(10, 5, 160 * MS, false);
+    feed_until(&mut estimator, hang_ups, |e| e.beliefs().back_offs > 0);
+    assert_eq!(estimator.limit(), 13);
+    feed_until(&mut estimator, slots_kept_full(2, true), probing);
+    assert_eq!(estimator.limit(), 3, "{:?}", estimator.beliefs());
+}
+
+#[test]
 fn a_probe_out_of_slow_start_cuts_by_a_quarter_once_then_by_half() {
     // Slow start overshoots a service of 2 workers to 16 (its first counted
     // round doubles blindly). The probe cuts to a quarter, 4, where
