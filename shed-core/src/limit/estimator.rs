@@ -704,8 +704,14 @@ impl Estimator {
                     return false;
                 }
                 // The load fell away during the probe: its throughput says
-                // nothing about the service. Back to where it was.
-                return self.abandon_probe(from);
+                // nothing about the service. Back to the limit before this
+                // cut: where the probe began, or, deeper in a descent, the
+                // last cut whose round held the throughput before it (it
+                // delivers what the service did). Back where the descent
+                // began, a probe at 1 on a service of one slot, starved
+                // twice, put the limit back at 16 in the estimator's model.
+                let before_this_cut = (self.limit * probe.divisor).min(from);
+                return self.abandon_probe(before_this_cut);
             }
             // The round began once the older permits had drained, and the
             // service was kept full: every release counts its throughput.

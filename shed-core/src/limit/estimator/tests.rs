@@ -741,6 +741,24 @@ fn a_probe_round_starved_by_the_doors_refusals_is_measured_again() {
 }
 
 #[test]
+fn a_descent_abandoned_deeper_down_goes_back_to_the_last_cut_that_held() {
+    // A service of 2 slots: slow start's exit cuts 16 to 4, where the
+    // throughput holds with no clean baseline to judge hold times by, so
+    // the descent cuts again, to 2. That round is starved twice (the
+    // door's queue ran dry): the probe is abandoned, back to 4, whose round
+    // held the throughput, not to the 16 the descent began from.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, slots_kept_full(2, false), |e| {
+        e.limit() == 16
+    });
+    feed_until(&mut estimator, slots_kept_full(2, true), probing);
+    assert_eq!(estimator.limit(), 4);
+    feed_until(&mut estimator, slots_kept_full(2, true), |e| e.limit() == 2);
+    feed_until(&mut estimator, starved(2), |e| !probing(e));
+    assert_eq!(estimator.limit(), 4, "{:?}", estimator.beliefs());
+}
+
+#[test]
 fn a_probe_starved_for_two_rounds_or_not_fed_without_overload_is_abandoned() {
     // Starved twice: measured again once, then back to 16 (8 intervals).
     let mut estimator = probing_at_4_out_of_slow_start();
