@@ -333,14 +333,18 @@ enum Phase {
     SlowStart,
     /// Tracking the knee.
     Steady,
-    /// The limit was cut from `from`, for `probe`. `first_round`: a
-    /// round at this cut that held only barely, to be pooled with the next
-    /// (see [`HELD_TWICE`]): its throughput and clean hold time.
-    /// `starved`: a round at this cut was not fed in an overload, and is
-    /// being measured again (a descent's only, not a refresh's).
+    /// The limit was cut from `from`, for `probe`; `cut_from` is the limit
+    /// this cut came down from: `from` for a probe's first cut, the last
+    /// cut whose round held the throughput deeper in a descent.
+    /// `first_round`: a round at this cut that held only barely, to be
+    /// pooled with the next (see [`HELD_TWICE`]): its throughput and clean
+    /// hold time. `starved`: a round at this cut was not fed in an
+    /// overload, and is being measured again (a descent's only, not a
+    /// refresh's).
     Probing {
         probe: Probe,
         from: f64,
+        cut_from: f64,
         first_round: Option<(Throughput, f64)>,
         starved: bool,
     },
@@ -672,6 +676,7 @@ impl Estimator {
         if let Phase::Probing {
             probe,
             from,
+            cut_from,
             first_round,
             starved,
         } = self.phase
@@ -704,14 +709,13 @@ impl Estimator {
                     return false;
                 }
                 // The load fell away during the probe: its throughput says
-                // nothing about the service. Back to the limit before this
-                // cut: where the probe began, or, deeper in a descent, the
-                // last cut whose round held the throughput before it (it
+                // nothing about the service. Back to the limit this cut came
+                // down from: where the probe began, or, deeper in a descent,
+                // the last cut whose round held the throughput before it (it
                 // delivers what the service did). Back where the descent
                 // began, a probe at 1 on a service of one slot, starved
                 // twice, put the limit back at 16 in the estimator's model.
-                let before_this_cut = (self.limit * probe.divisor).min(from);
-                return self.abandon_probe(before_this_cut);
+                return self.abandon_probe(cut_from);
             }
             // The round began once the older permits had drained, and the
             // service was kept full: every release counts its throughput.
@@ -1304,9 +1308,10 @@ impl Estimator {
     /// quarter while no clean baseline was ever measured and the limit
     /// likely lies at twice the knee or more: when slow start ends (its
     /// throughput stopped doubling with the limit), also when it ended by
-    /// backing off after that (hang-ups cut 16 to 15 on a CPU-bound
-    /// service of one slot in the lab, and halving probes took the limit
-    /// 15, 7, 4, 2, reaching 2 1.5 s into the measured window: p99 167 ms),
+    /// backing off after that (in a lab run, not traced, hang-ups cut 16 to
+    /// 15 on a CPU-bound service of one slot, and halving probes took the
+    /// limit 15, 7, 4, 2, reaching 2 1.5 s into the measured window: p99
+    /// 167 ms; whether its throughput had stopped growing was not seen),
     /// and while the limit descends from a large initial one, which skips
     /// slow start. A back-off out of slow start before its throughput
     /// stopped growing leaves a limit within twice the knee, where a
@@ -1336,6 +1341,7 @@ impl Estimator {
         self.phase = Phase::Probing {
             probe,
             from,
+            cut_from: self.limit,
             first_round: None,
             starved: false,
         };
