@@ -1495,3 +1495,77 @@ fn explore_soft_knee_over_48_seeds() {
         }
     }
 }
+
+/// Not a test: the lab's capacity drop in the model, over 48 seeds. 8
+/// workers of 20 ms (exponential, `SOFTNESS`, 0.06 unless set) at 0.8x of
+/// their capacity, callers who hang up after 250 ms (their work goes on);
+/// after 10 s the service time triples for 15 s. Prints what the limit
+/// served over the drop's last 13 s against the slowed capacity, the mean
+/// limit then, and the first knee read after the drop (`TRACE_SEED=n` prints
+/// that seed's limits, interval by interval, from the drop on). Run with
+/// `cargo test -p shed-core --release --lib explore_capacity_drop -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn explore_capacity_drop_over_48_seeds() {
+    let softness: f64 = std::env::var("SOFTNESS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.06);
+    let traced: Option<u64> = std::env::var("TRACE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    for pinned in [false, true] {
+        let (mut shares, mut limits, mut firsts) = (Vec::new(), 0.0, Vec::new());
+        for seed in 0..EXPLORED_SEEDS {
+            let capacity = 8.0 * 1e9 / (20.0 * MS as f64 * (1.0 + 1.5 * softness));
+            let mut model = explored_model(seed, 0.8 * capacity, pinned);
+            model.poisson = true;
+            model.softness = softness;
+            model.patience = Some(250 * MS);
+            model.run(100);
+            model.trace.clear();
+            model.slowdown = 300;
+            let knee_before = model.estimator.beliefs().knee;
+            let mut first = None;
+            let mut served = model.served;
+            for interval in 0..150 {
+                if interval == 20 {
+                    served = model.served;
+                }
+                model.run(1);
+                let knee = model.estimator.beliefs().knee;
+                if first.is_none() && knee != knee_before {
+                    first = knee;
+                }
+            }
+            if traced == Some(seed) && !pinned {
+                eprintln!(
+                    "seed {seed}: first knee {first:?}, limits {:?}",
+                    model.trace
+                );
+            }
+            firsts.extend(first);
+            shares.push((model.served - served) as f64 / (capacity / 3.0 * 13.0));
+            let window = &model.trace[20..];
+            limits += window.iter().map(|l| f64::from(*l)).sum::<f64>() / window.len() as f64;
+        }
+        let (mean, worst) = mean_and_worst(&shares);
+        let worst_seed = shares.iter().position(|share| *share == worst);
+        let first_mean = firsts.iter().sum::<f64>() / firsts.len().max(1) as f64;
+        let first_low = firsts.iter().filter(|k| **k < 7.08).count();
+        let readings = if pinned {
+            String::new()
+        } else {
+            format!(
+                "; first knee read after the drop mean {first_mean:.2}, below 7.08 in {first_low} of {}",
+                firsts.len()
+            )
+        };
+        eprintln!(
+            "capacity drop, {}: served / slowed capacity mean {mean:.3}, worst {worst:.3} \
+             (seed {worst_seed:?}); mean limit {:.2}{readings}",
+            if pinned { "pinned at 8" } else { "adaptive" },
+            limits / EXPLORED_SEEDS as f64,
+        );
+    }
+}
