@@ -1454,6 +1454,34 @@ fn softness_from_env() -> f64 {
         .unwrap_or(0.06)
 }
 
+/// The soft-knee harnesses' service: [`explored_model`] with Poisson
+/// arrivals at `load` times its capacity, a soft knee of `softness`, and
+/// callers who hang up after 250 ms while their work goes on. The capacity
+/// (returned with the model) is what 8 workers serve with a worker and a
+/// half's worth of jobs in the service, about what a full door keeps.
+fn patient_soft_model(seed: u64, load: f64, pinned: bool, softness: f64) -> (Model, f64) {
+    let capacity = 8.0 * 1e9 / (20.0 * MS as f64 * (1.0 + 1.5 * softness));
+    let mut model = explored_model(seed, load * capacity, pinned);
+    model.poisson = true;
+    model.softness = softness;
+    model.patience = Some(250 * MS);
+    (model, capacity)
+}
+
+/// A knee read below this, on a service of 8, keeps a limit of 7: its
+/// floor (the knee and the low headroom, 1.06 times it) rounds down.
+const READ_AS_7: f64 = 7.08;
+
+/// The mean of knee `readings`, and how many of them read below
+/// [`READ_AS_7`].
+fn mean_and_read_as_7(readings: &[f64]) -> (f64, usize) {
+    let mean = readings.iter().sum::<f64>() / readings.len().max(1) as f64;
+    (
+        mean,
+        readings.iter().filter(|knee| **knee < READ_AS_7).count(),
+    )
+}
+
 /// Not a test: the knee the first probe reads, and what the limit delivers
 /// at 1x and 2x, over 48 seeds, on a service with a soft knee (`SOFTNESS`,
 /// 0.06 unless set) and callers who hang up. Run with
@@ -1466,13 +1494,7 @@ fn explore_soft_knee_over_48_seeds() {
         for pinned in [false, true] {
             let (mut shares, mut below, mut firsts) = (Vec::new(), 0.0, Vec::new());
             for seed in 0..EXPLORED_SEEDS {
-                // What 8 workers serve with one and a half workers' worth
-                // of jobs in the service, about what a full door keeps.
-                let capacity = 8.0 * 1e9 / (20.0 * MS as f64 * (1.0 + 1.5 * softness));
-                let mut model = explored_model(seed, load * capacity, pinned);
-                model.poisson = true;
-                model.softness = softness;
-                model.patience = Some(250 * MS);
+                let (mut model, capacity) = patient_soft_model(seed, load, pinned, softness);
                 let mut first = None;
                 for _ in 0..40 {
                     model.run(1);
@@ -1489,11 +1511,10 @@ fn explore_soft_knee_over_48_seeds() {
                     / model.trace.len() as f64;
             }
             let (mean, worst) = mean_and_worst(&shares);
-            let first_mean = firsts.iter().sum::<f64>() / firsts.len().max(1) as f64;
-            let first_low = firsts.iter().filter(|k| **k < 7.08).count();
+            let (first_mean, first_low) = mean_and_read_as_7(&firsts);
             eprintln!(
                 "{load}x {}: served / capacity mean {mean:.3}, worst {worst:.3}; below the knee \
-                 {:.1}% of intervals; first knee read mean {first_mean:.2}, below 7.08 in {first_low} of {}",
+                 {:.1}% of intervals; first knee read mean {first_mean:.2}, below {READ_AS_7} in {first_low} of {}",
                 if pinned { "pinned at 8" } else { "adaptive" },
                 below / EXPLORED_SEEDS as f64 * 100.0,
                 firsts.len(),
@@ -1520,11 +1541,7 @@ fn explore_capacity_drop_over_48_seeds() {
     for pinned in [false, true] {
         let (mut shares, mut limits, mut firsts) = (Vec::new(), 0.0, Vec::new());
         for seed in 0..EXPLORED_SEEDS {
-            let capacity = 8.0 * 1e9 / (20.0 * MS as f64 * (1.0 + 1.5 * softness));
-            let mut model = explored_model(seed, 0.8 * capacity, pinned);
-            model.poisson = true;
-            model.softness = softness;
-            model.patience = Some(250 * MS);
+            let (mut model, capacity) = patient_soft_model(seed, 0.8, pinned, softness);
             model.run(100);
             model.trace.clear();
             model.slowdown = 300;
@@ -1554,13 +1571,12 @@ fn explore_capacity_drop_over_48_seeds() {
         }
         let (mean, worst) = mean_and_worst(&shares);
         let worst_seed = shares.iter().position(|share| *share == worst);
-        let first_mean = firsts.iter().sum::<f64>() / firsts.len().max(1) as f64;
-        let first_low = firsts.iter().filter(|k| **k < 7.08).count();
+        let (first_mean, first_low) = mean_and_read_as_7(&firsts);
         let readings = if pinned {
             String::new()
         } else {
             format!(
-                "; first knee read after the drop mean {first_mean:.2}, below 7.08 in {first_low} of {}",
+                "; first knee read after the drop mean {first_mean:.2}, below {READ_AS_7} in {first_low} of {}",
                 firsts.len()
             )
         };
