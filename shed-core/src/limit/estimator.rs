@@ -154,6 +154,11 @@
 //! by callers who spent their patience at the door, not by the service, and
 //! the door answers for those (it learns how long callers wait).
 //!
+//! The work of a censored permit may go on after its slot came back, so the
+//! round right after a back-off runs beside that orphaned work and finishes
+//! less than the service can: it is no probe's reference (the probe that
+//! learns the first clean baseline after backing off waits a round more).
+//!
 //! # Rounds
 //!
 //! Decisions are taken per *round*: enough released permits to be worth a
@@ -791,7 +796,11 @@ impl Estimator {
             }
             return self.back_off(censored);
         }
-        self.back_offs_in_a_row = 0;
+        // The first clean round after a back-off still runs beside the
+        // orphans of the censored ones: work whose callers hung up goes on
+        // in the service without a permit, and what that round finished is
+        // less than the service can.
+        let after_back_off = std::mem::take(&mut self.back_offs_in_a_row) > 0;
         if !fed {
             // The limit bound at times, but arrivals did not keep the
             // service full: throughput is the arrival rate, and says nothing
@@ -875,8 +884,16 @@ impl Estimator {
             // waits for saturation, as slow start's own exit does: a spike's
             // first second (or a slowdown's) is no time to cut it by a
             // quarter.
+            //
+            // Nor is the first round after a back-off what the probe is held
+            // against: the orphans of the censored round take worker time in
+            // it (see `after_back_off`). In the lab's capacity drop, 16 backed
+            // off to 13 and the round at 13 finished 114.9/s of a slowed
+            // service's 136; the cut to 7 read 111.2/s against it, "clearly
+            // held", and a second cut to 3 read the knee 6.47 for 8, the
+            // limit a slot short for 5 s.
             let from_slow_start = self.settings.initial <= SLOW_START_MAX;
-            if from_slow_start && !saturated {
+            if (from_slow_start && !saturated) || after_back_off {
                 return false;
             }
             return self.start_probe(Throughput::of(round), Cause::Evidence);

@@ -1340,6 +1340,33 @@ fn a_probe_is_held_against_what_the_service_finished_not_a_wave_of_hang_ups() {
 }
 
 #[test]
+fn the_round_right_after_a_back_off_is_not_what_a_probe_is_held_against() {
+    // The lab's capacity drop: callers hung up on held permits, the limit
+    // backed off from 16 to 12, and their work goes on without permits. In
+    // the first round at 12 that orphaned work still holds 2 of the 8
+    // workers: the permits finish 300 a second, held 40 ms behind it. Held
+    // against that round, the probe's cut to 6 read as much (300/s),
+    // "clearly held", and a second cut to 3 read the knee 6 for 8. Held
+    // against the next round (400/s), the cut reads three quarters, twice,
+    // and the knee 8.
+    let mut estimator = backed_off_from_16_to_12();
+    let beside_orphans = IntervalSamples {
+        hold: 30 * 40 * MS,
+        completed_hold: 30 * 40 * MS,
+        ..kept_fed(30, 0, 0, true)
+    };
+    // The round: three intervals (the first also settles the epoch).
+    for _ in 0..3 {
+        estimator.on_interval(beside_orphans);
+    }
+    while estimator.beliefs().knee.is_none() {
+        estimator.on_interval(eight_slots_kept_full_at(estimator.limit()));
+    }
+    let knee = estimator.beliefs().knee.expect("a knee");
+    assert!((7.8..=8.2).contains(&knee), "{knee}");
+}
+
+#[test]
 fn back_offs_in_a_row_cut_twice_as_deep_each_time() {
     // Half the permits censored: the first back-off cuts a quarter (8 to
     // 6); censoring that outlasts it says the limit is further above the
