@@ -796,10 +796,8 @@ impl Estimator {
             }
             return self.back_off(censored);
         }
-        // The first clean round after a back-off still runs beside the
-        // orphans of the censored ones: work whose callers hung up goes on
-        // in the service without a permit, and what that round finished is
-        // less than the service can.
+        // Whether this is the first clean round after a back-off (see the
+        // probe that learns the first clean baseline, below).
         let after_back_off = std::mem::take(&mut self.back_offs_in_a_row) > 0;
         if !fed {
             // The limit bound at times, but arrivals did not keep the
@@ -886,8 +884,9 @@ impl Estimator {
             // quarter.
             //
             // Nor is the first round after a back-off what the probe is held
-            // against: the orphans of the censored round take worker time in
-            // it (see `after_back_off`). In the lab's capacity drop, 16 backed
+            // against: work whose callers hung up goes on in the service
+            // without a permit and takes worker time in it, so it finished
+            // less than the service can. In the lab's capacity drop, 16 backed
             // off to 13 and the round at 13 finished 114.9/s of a slowed
             // service's 136; the cut to 7 read 111.2/s against it, "clearly
             // held", and a second cut to 3 read the knee 6.47 for 8, the

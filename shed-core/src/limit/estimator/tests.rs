@@ -1466,10 +1466,17 @@ fn explored_model(seed: u64, rate: f64, pinned: bool) -> Model {
     model
 }
 
+/// The mean of `values`; zero when there are none.
+fn average(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
 /// The mean and the least of `shares`.
 fn mean_and_worst(shares: &[f64]) -> (f64, f64) {
-    let mean = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
-    (mean, shares.iter().copied().fold(f64::MAX, f64::min))
+    (
+        average(shares),
+        shares.iter().copied().fold(f64::MAX, f64::min),
+    )
 }
 
 /// The soft knee the soft-knee harnesses run with: `SOFTNESS`, 0.06 unless
@@ -1502,9 +1509,8 @@ const READ_AS_7: f64 = 7.08;
 /// The mean of knee `readings`, and how many of them read below
 /// [`READ_AS_7`].
 fn mean_and_read_as_7(readings: &[f64]) -> (f64, usize) {
-    let mean = readings.iter().sum::<f64>() / readings.len().max(1) as f64;
     (
-        mean,
+        average(readings),
         readings.iter().filter(|knee| **knee < READ_AS_7).count(),
     )
 }
