@@ -142,9 +142,10 @@ where
 /// the engine learns nothing from it: the controller's queue delays, the
 /// adaptive limit's hold times and the class counters never see it. It is
 /// only counted, as [`Stats::bypassed`](shed_core::Stats::bypassed). Cheap
-/// requests judged with the rest would pull the adaptive limit's no-load
-/// baseline down (Netflix concurrency-limits #165); bypassing them keeps
-/// the baseline the real work's.
+/// requests judged with the rest would shorten the service times the door
+/// predicts waits and Retry-After from, and the hold times the adaptive
+/// limit measures under load; bypassing them keeps those times the real
+/// work's.
 ///
 /// Unlike a route mounted outside the layer, it can pick requests anywhere
 /// in a router (by header, say, or a probe's user agent), and they are

@@ -238,8 +238,9 @@ impl ShedLayer {
     /// queued, taking no slot, and unseen by the controller and the
     /// adaptive limit; only counted ([`Stats::bypassed`](shed_core::Stats::bypassed)).
     /// For health checks, metrics scrapes and admin routes, whose cheap
-    /// answers would otherwise pull the adaptive limit's no-load baseline
-    /// down. Default: none.
+    /// answers would otherwise shorten the service times the engine
+    /// measures (the door's predicted waits and Retry-After, the adaptive
+    /// limit's hold times under load). Default: none.
     ///
     /// It runs first, for every request, and must never block or panic
     /// (see [`BypassRequest`]). A closure takes its argument type spelled out:

@@ -74,9 +74,12 @@ async fn a_flood_of_bypassed_requests_moves_neither_the_limit_nor_the_level() {
 }
 
 /// The contrast that makes the test above mean something: the same flood,
-/// judged, is what the adaptive limit learns its no-load baseline from.
+/// judged, is counted. The adaptive limit learns nothing from it even so:
+/// the limit never bound, and hold times of health checks alone are no
+/// baseline (taken as one, 0.5 ms ones made the next load look inflated
+/// and probed in the estimator's model).
 #[tokio::test(start_paused = true)]
-async fn the_same_flood_judged_is_learned_from() {
+async fn the_same_flood_judged_is_counted_but_teaches_the_limit_nothing() {
     let shedder = adaptive_shedder();
     let before = shedder.stats();
 
@@ -85,16 +88,7 @@ async fn the_same_flood_judged_is_learned_from() {
     let after = shedder.stats();
     assert_eq!(after.bypassed, 0);
     assert_eq!(after.class(Class::Interactive).completed, 5_000);
-    let baseline = |stats: &Stats| {
-        stats
-            .adaptive
-            .as_ref()
-            .and_then(|adaptive| adaptive.baseline)
-    };
-    assert_eq!(baseline(&before), None);
-    assert!(
-        baseline(&after).is_some_and(|baseline| baseline < Duration::from_millis(1)),
-        "health checks judged become the no-load baseline: {:?}",
-        baseline(&after)
-    );
+    assert_ne!(judged(after.clone()), judged(before.clone()));
+    assert_eq!(after.limit, before.limit);
+    assert_eq!(after.adaptive, before.adaptive);
 }

@@ -296,7 +296,7 @@ impl Shedder {
     /// health check, a metrics scrape), so the stats show how much traffic
     /// passed outside the limit. Only the [`Stats::bypassed`] counter moves:
     /// the limit, the level and the controller never see the request, so
-    /// cheap answers cannot pull the adaptive limit's baseline down.
+    /// cheap answers cannot shorten the service times the engine measures.
     ///
     /// ```
     /// use shed_core::Shedder;

@@ -30,7 +30,10 @@
 //! full: a round counts when the limit bound and nearly every released slot
 //! went straight to a waiting request (*fed*). Below that, throughput is the
 //! arrival rate, and the limit is left alone (a quiet service keeps its
-//! limit; nothing drifts for lack of load).
+//! limit; nothing drifts for lack of load). Hold times say nothing either
+//! while the limit does not bind: they are those of whatever few requests
+//! came, at a quiet hour mostly cheap ones such as health checks, and a
+//! baseline taken from them would make the next load look inflated.
 //!
 //! # Slow start
 //!
@@ -739,13 +742,6 @@ impl Estimator {
             return self.probe_measured(probe, measured, hold, first_round.is_some());
         }
 
-        let baseline = *self.baseline.get_or_insert(completed_hold);
-        // Small rounds (slow start at a tiny limit) are too noisy to judge
-        // hold times by: a mean of 8 exponential samples is off by a third.
-        // So is a slow-start baseline pooled from fewer.
-        let reliable = round.samples >= RELIABLE_SAMPLES
-            && (self.phase != Phase::SlowStart || self.slow_start_pool.1 >= RELIABLE_SAMPLES);
-        let faster = reliable && completed_hold < FASTER * baseline;
         let full = round.handed_off as f64 >= SATURATED_SHARE * round.released as f64;
         if round.blocked == 0 || !full {
             self.full_for = 0;
@@ -771,15 +767,26 @@ impl Estimator {
             );
         }
         if round.blocked == 0 {
-            // The limit did not bind: nothing to learn about the knee, but a
-            // faster service shows in any round.
-            if faster {
-                let faster_baseline = (baseline + completed_hold) / 2.0;
-                self.baseline = Some(faster_baseline);
-                self.baselines.restart(faster_baseline);
-            }
+            // The limit did not bind: nothing to learn about the knee, nor
+            // about the service's speed. Hold times then measure whatever
+            // few requests came, and at a quiet hour those can be mostly
+            // cheap ones (health checks, cache hits). Taken as a faster
+            // service, a minute of health checks at 0.5 ms pulled a
+            // baseline of 20 ms down to 0.65 ms in the estimator's model;
+            // the next load, at 0.9 of the capacity, then read as inflated
+            // and a probe halved the limit for a second (the poisoned
+            // baseline of Netflix #165 and PR #125, and the refusals of
+            // Envoy PR #9007). A service that really got faster shows it once
+            // the limit binds (the `Faster` signal, then a probe).
             return false;
         }
+        let baseline = *self.baseline.get_or_insert(completed_hold);
+        // Small rounds (slow start at a tiny limit) are too noisy to judge
+        // hold times by: a mean of 8 exponential samples is off by a third.
+        // So is a slow-start baseline pooled from fewer.
+        let reliable = round.samples >= RELIABLE_SAMPLES
+            && (self.phase != Phase::SlowStart || self.slow_start_pool.1 >= RELIABLE_SAMPLES);
+        let faster = reliable && completed_hold < FASTER * baseline;
         // Censored permits held on average for less than half the baseline
         // were cut short by their callers' clocks, not by the service: their
         // callers spent their patience waiting at the door (as when a spike

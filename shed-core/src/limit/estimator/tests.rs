@@ -416,6 +416,62 @@ fn at_5_requests_per_second_it_keeps_its_limit() {
     assert!(model.trace.iter().all(|l| *l == 8), "{:?}", model.trace);
 }
 
+/// What a quiet hour's cheap requests leave behind: the knee and the
+/// baseline are learnt at 2x, then for a minute only health checks come (50
+/// a second of 0.5 ms, the limit never binding), then the real load comes
+/// back at 0.9 of the capacity. Learnt from the health checks' hold times,
+/// the baseline read 0.65 ms for 20, the returning load read as inflated
+/// against it, and a probe halved the limit for a second (at 107 of 124
+/// seeds of the model's service, within 10 s).
+#[test]
+fn a_minute_of_health_checks_leaves_the_baseline_and_the_next_0_9x_load_unprobed() {
+    let mut model = Model::overloaded(8, 8, Work::Exponential(20 * MS));
+    model.run(100);
+    let baseline = |model: &Model| model.estimator.beliefs().baseline.expect("a baseline");
+    let learnt = baseline(&model);
+    model.work = Work::Constant(MS / 2);
+    model.rate = 50.0;
+    model.run(600);
+    let kept = baseline(&model);
+    let ratio = kept.as_secs_f64() / learnt.as_secs_f64();
+    assert!(
+        (CONSISTENT.0..CONSISTENT.1).contains(&ratio),
+        "{learnt:?} -> {kept:?}"
+    );
+    // The load is back, below capacity: no probe is called for. (A refresh
+    // may come on its schedule: it raises the limit before it cuts.)
+    model.work = Work::Exponential(20 * MS);
+    model.rate = 0.9 * 8.0 * 50.0;
+    let before = model.limit();
+    model.trace.clear();
+    model.probing.clear();
+    model.run(100);
+    let limits = std::iter::once(before).chain(model.trace.iter().copied());
+    let was_probing = std::iter::once(false).chain(model.probing.iter().copied());
+    let steps = limits
+        .clone()
+        .zip(limits.skip(1))
+        .zip(was_probing.zip(&model.probing));
+    for ((from, to), (was, is)) in steps {
+        assert!(
+            was || !is || to > from,
+            "a cut from {from} to {to}: {:?}",
+            model.trace
+        );
+    }
+}
+
+/// A service started at a quiet hour: its first rounds see only health
+/// checks (the limit never binds). Their 0.5 ms is no baseline to report,
+/// nor to hold the load that comes later against.
+#[test]
+fn a_service_started_on_health_checks_alone_learns_no_baseline_from_them() {
+    let mut model = Model::new(8, 8, Work::Constant(MS / 2), 50.0);
+    model.run(600);
+    assert_eq!(model.estimator.beliefs().baseline, None);
+    assert!(model.trace.iter().all(|l| *l == 8), "{:?}", model.trace);
+}
+
 #[test]
 fn censored_samples_lower_it() {
     let mut model = Model::overloaded(8, 8, Work::Exponential(20 * MS));
