@@ -88,7 +88,7 @@ async fn the_same_flood_judged_is_counted_but_teaches_the_limit_nothing() {
     let after = shedder.stats();
     assert_eq!(after.bypassed, 0);
     assert_eq!(after.class(Class::Interactive).completed, 5_000);
-    assert_ne!(judged(after.clone()), judged(before.clone()));
+    assert!(before.adaptive.is_some(), "the limit adapts");
     assert_eq!(after.limit, before.limit);
     assert_eq!(after.adaptive, before.adaptive);
 }

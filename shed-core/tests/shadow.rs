@@ -175,6 +175,9 @@ fn a_flood_served_beyond_the_limit_teaches_the_adaptive_limit_nothing() {
     assert_eq!(after.in_flight, 0);
 }
 
+/// The contrast: within the limit the service's time is learnt. (The
+/// adaptive limit learns only from rounds in which its limit bound, and a
+/// flood that fits within it is none, in either mode.)
 #[test]
 fn the_same_flood_served_within_the_limit_is_learnt() {
     let (shadow, clock) = build(
@@ -184,8 +187,12 @@ fn the_same_flood_served_within_the_limit_is_learnt() {
     );
     let before = shadow.stats();
     flood(&shadow, &clock);
-    assert_ne!(shadow.stats().adaptive, before.adaptive);
-    assert!(shadow.stats().drain_rate.is_some());
+    let after = shadow.stats();
+    assert_eq!(before.drain_rate, None);
+    let drain = after.drain_rate.expect("the service time was learnt");
+    // 64 slots of 200 ms.
+    assert!((drain - 320.0).abs() < 1.0, "{drain}");
+    assert_eq!(after.adaptive, before.adaptive);
 }
 
 #[test]

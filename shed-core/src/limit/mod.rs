@@ -344,9 +344,10 @@ pub struct AdaptiveStats {
     /// round a refresh raises the limit for before its probe).
     pub phase: &'static str,
     /// The hold time of a permit when nothing waits inside the service, as
-    /// last measured below the knee. `None` until the limit has bound: the
-    /// hold times of a service the limit never held back (at a quiet hour,
-    /// health checks) say nothing of it.
+    /// last measured below the knee; until a probe has measured it, the
+    /// hold time of the first round the limit bound in. `None` until the
+    /// limit has bound: the hold times of a service the limit never held
+    /// back (at a quiet hour, health checks) say nothing of it.
     pub baseline: Option<Duration>,
     /// The concurrency the probes found the service to run at once (those
     /// that agree are averaged).

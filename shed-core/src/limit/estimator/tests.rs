@@ -443,11 +443,12 @@ fn a_minute_of_health_checks_leaves_the_baseline_and_the_next_0_9x_load_unprobed
     model.work = Work::Exponential(20 * MS);
     model.rate = 0.9 * 8.0 * 50.0;
     let before = model.limit();
+    let probing_before = model.probing.last().copied().unwrap_or(false);
     model.trace.clear();
     model.probing.clear();
     model.run(100);
     let limits = std::iter::once(before).chain(model.trace.iter().copied());
-    let was_probing = std::iter::once(false).chain(model.probing.iter().copied());
+    let was_probing = std::iter::once(probing_before).chain(model.probing.iter().copied());
     let steps = limits
         .clone()
         .zip(limits.skip(1))
@@ -462,8 +463,7 @@ fn a_minute_of_health_checks_leaves_the_baseline_and_the_next_0_9x_load_unprobed
 }
 
 /// A service started at a quiet hour: its first rounds see only health
-/// checks (the limit never binds). Their 0.5 ms is no baseline to report,
-/// nor to hold the load that comes later against.
+/// checks (the limit never binds). Their 0.5 ms is no baseline to report.
 #[test]
 fn a_service_started_on_health_checks_alone_learns_no_baseline_from_them() {
     let mut model = Model::new(8, 8, Work::Constant(MS / 2), 50.0);
