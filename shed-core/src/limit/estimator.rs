@@ -768,16 +768,11 @@ impl Estimator {
         }
         if round.blocked == 0 {
             // The limit did not bind: nothing to learn about the knee, nor
-            // about the service's speed. Hold times then measure whatever
-            // few requests came, and at a quiet hour those can be mostly
-            // cheap ones (health checks, cache hits). Taken as a faster
-            // service, a minute of health checks at 0.5 ms pulled a
-            // baseline of 20 ms down to 0.65 ms in the estimator's model;
-            // the next load, at 0.9 of the capacity, then read as inflated
-            // and a probe halved the limit for a second (the poisoned
-            // baseline of Netflix #165 and PR #125, and the refusals of
-            // Envoy PR #9007). A service that really got faster shows it once
-            // the limit binds (the `Faster` signal, then a probe).
+            // about the service's speed (the module doc's "Only rounds that
+            // kept the service full": Netflix #165's poisoned baseline). A
+            // service that really got faster shows it once the limit binds
+            // (the `Faster` signal, then a probe). Measured by the test
+            // a_minute_of_health_checks_leaves_the_baseline_and_the_next_0_9x_load_unprobed.
             return false;
         }
         let baseline = *self.baseline.get_or_insert(completed_hold);

@@ -374,15 +374,12 @@ fn at_steady_load_for_1000_intervals_the_limit_stays_within_20_percent() {
             .filter(|(_, probing)| !**probing)
             .map(|(limit, _)| *limit)
             .collect();
-        let mean = |limits: &[u32]| {
-            limits.iter().map(|l| f64::from(*l)).sum::<f64>() / limits.len() as f64
-        };
         // No drift: the first and the second half of the run agree.
         let half = steady.len() / 2;
-        let (first, last) = (mean(&steady[..half]), mean(&steady[half..]));
+        let (first, last) = (mean_limit(&steady[..half]), mean_limit(&steady[half..]));
         assert!((last / first - 1.0).abs() < 0.1, "{first} -> {last}");
         // Stable: every limit outside the probes within 20% of the average.
-        let average = mean(&steady);
+        let average = mean_limit(&steady);
         let (low, high) = (0.8 * average, 1.2 * average);
         assert!(
             steady.iter().all(|l| (low..=high).contains(&f64::from(*l))),
@@ -482,7 +479,7 @@ fn censored_samples_lower_it() {
     model.patience = Some(30 * MS);
     model.trace.clear();
     model.run(50);
-    let mean = model.trace.iter().map(|l| f64::from(*l)).sum::<f64>() / model.trace.len() as f64;
+    let mean = mean_limit(&model.trace);
     assert!(
         mean < 0.8 * f64::from(settled),
         "{settled} -> {:?}",
@@ -1463,12 +1460,7 @@ fn explore_throughput_over_48_seeds() {
                     let intervals = model.trace.len() as f64;
                     below_knee +=
                         model.trace.iter().filter(|limit| **limit < 8).count() as f64 / intervals;
-                    limits += model
-                        .trace
-                        .iter()
-                        .map(|limit| f64::from(*limit))
-                        .sum::<f64>()
-                        / intervals;
+                    limits += mean_limit(&model.trace);
                 }
                 let (mean, worst) = mean_and_worst(&shares);
                 eprintln!(
@@ -1523,14 +1515,20 @@ fn explored_model(seed: u64, rate: f64, pinned: bool) -> Model {
 }
 
 /// The mean of `values`; zero when there are none.
-fn average(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len().max(1) as f64
+fn average(values: impl ExactSizeIterator<Item = f64>) -> f64 {
+    let count = values.len().max(1);
+    values.sum::<f64>() / count as f64
+}
+
+/// The mean of a run's `limits`.
+fn mean_limit(limits: &[u32]) -> f64 {
+    average(limits.iter().map(|limit| f64::from(*limit)))
 }
 
 /// The mean and the least of `shares`.
 fn mean_and_worst(shares: &[f64]) -> (f64, f64) {
     (
-        average(shares),
+        average(shares.iter().copied()),
         shares.iter().copied().fold(f64::MAX, f64::min),
     )
 }
@@ -1566,7 +1564,7 @@ const READ_AS_7: f64 = 7.08;
 /// [`READ_AS_7`].
 fn mean_and_read_as_7(readings: &[f64]) -> (f64, usize) {
     (
-        average(readings),
+        average(readings.iter().copied()),
         readings.iter().filter(|knee| **knee < READ_AS_7).count(),
     )
 }
@@ -1655,8 +1653,7 @@ fn explore_capacity_drop_over_48_seeds() {
             }
             firsts.extend(first);
             shares.push((model.served - served) as f64 / (capacity / 3.0 * 13.0));
-            let window = &model.trace[20..];
-            limits += window.iter().map(|l| f64::from(*l)).sum::<f64>() / window.len() as f64;
+            limits += mean_limit(&model.trace[20..]);
         }
         let (mean, worst) = mean_and_worst(&shares);
         let worst_seed = shares.iter().position(|share| *share == worst);
