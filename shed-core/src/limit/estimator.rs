@@ -155,7 +155,16 @@
 //! found the load outpacing the service in it (the hang-ups are evidence
 //! enough that this is no burst). Censored permits held for less were cut short
 //! by callers who spent their patience at the door, not by the service, and
-//! the door answers for those (it learns how long callers wait).
+//! the door answers for those (it learns how long callers wait); unless the
+//! round finished nothing at all, which is congestion whatever the hold
+//! times (a service slower than its callers' patience hangs them all up at
+//! a fraction of its baseline).
+//!
+//! Their hold times are never read as the service's speed: a faster service
+//! is judged, and a probe's baseline measured, by the time permits were held
+//! per permit finished (the hang-ups' time counted, without a completion),
+//! and a probe round that finished nothing, or a probe held against rounds
+//! that finished nothing, reads no knee and no baseline.
 //!
 //! The work of a censored permit may go on after its slot came back, so the
 //! round right after a back-off runs beside that orphaned work and finishes
@@ -669,11 +678,11 @@ impl Estimator {
         // a knee of 10 for 8).
         let finished_rate = Throughput::of(round).rate();
         let hold = mean(round.hold, round.samples);
-        let completed_hold = if round.completed > 0 {
-            mean(round.completed_hold, round.completed)
-        } else {
-            hold
-        };
+        // Hold times of permits that finished. A round in which none did
+        // measured no service time: its hang-ups are lower bounds, never
+        // fast successes (see `clean_hold`).
+        let completed_hold =
+            (round.completed > 0).then(|| mean(round.completed_hold, round.completed));
         let censored = round.censored as f64 / round.samples as f64;
 
         let fed = round.handed_off as f64 >= FED_SHARE * round.released as f64;
@@ -727,11 +736,28 @@ impl Estimator {
             }
             // The round began once the older permits had drained, and the
             // service was kept full: every release counts its throughput.
-            let (measured, hold) = (Throughput::of(round), clean_hold(round));
+            let Some(hold) = clean_hold(round) else {
+                // Every permit of the round was given up on: the service
+                // finished nothing that tells its knee or its baseline. Read
+                // as the baseline, the hang-ups' hold times (1 ms for 20)
+                // made the next rounds' hang-ups look long, and back-offs
+                // took the limit to its floor (the tests
+                // a_probe_round_that_finished_nothing_reads_no_knee_and_no_baseline,
+                // a_wave_of_hang_ups_is_no_faster_service_nor_a_baseline).
+                // As when the load falls away: back to the limit this cut
+                // came down from.
+                tracing::debug!(
+                    samples = round.samples,
+                    censored = round.censored,
+                    "adaptive limit: a probe round finished nothing"
+                );
+                return self.abandon_probe(cut_from);
+            };
+            let measured = Throughput::of(round);
             tracing::debug!(
                 samples = round.samples,
                 censored = round.censored,
-                completed_hold_ms = completed_hold / 1e6,
+                completed_hold_ms = completed_hold.unwrap_or(0.0) / 1e6,
                 clean_hold_ms = hold / 1e6,
                 "adaptive limit: a probe round's hold times"
             );
@@ -775,24 +801,41 @@ impl Estimator {
             // a_minute_of_health_checks_leaves_the_baseline_and_the_next_0_9x_load_unprobed.
             return false;
         }
-        let baseline = *self.baseline.get_or_insert(completed_hold);
+        let baseline = match (self.baseline, completed_hold) {
+            (Some(baseline), _) => baseline,
+            (None, Some(completed_hold)) => *self.baseline.insert(completed_hold),
+            // The first round the limit bound finished nothing: no baseline
+            // to take. Its hang-ups are judged against their own hold times
+            // (as long-held ones: the service finished none of them).
+            (None, None) => hold,
+        };
         // Small rounds (slow start at a tiny limit) are too noisy to judge
         // hold times by: a mean of 8 exponential samples is off by a third.
         // So is a slow-start baseline pooled from fewer.
         let reliable = round.samples >= RELIABLE_SAMPLES
             && (self.phase != Phase::SlowStart || self.slow_start_pool.1 >= RELIABLE_SAMPLES);
-        let faster = reliable && completed_hold < FASTER * baseline;
+        // Judged by the time held per permit finished, which counts the
+        // censored ones' time without a completion: hang-ups just after
+        // their permits started (callers who spent their patience at the
+        // door) beside a few short completions are no faster service, and a
+        // probe held against the little they finished cut the limit in half
+        // (the test hang_ups_beside_a_few_short_completions_are_no_faster_service).
+        let faster = reliable && clean_hold(round).is_some_and(|hold| hold < FASTER * baseline);
         // Censored permits held on average for less than half the baseline
         // were cut short by their callers' clocks, not by the service: their
         // callers spent their patience waiting at the door (as when a spike
         // begins before the door has learnt how long callers wait). They are
         // no sign that the service runs more than it should; long-held ones
-        // are.
+        // are. So is a round that finished nothing at all: whatever the
+        // hold times, the service delivered nobody (a service slower than
+        // its callers' patience, whose baseline was measured slow, hangs
+        // its callers up on every permit at a fraction of it).
         let censored_hold = mean(
             round.hold.saturating_sub(round.completed_hold),
             round.censored,
         );
-        if censored > self.settings.censored_share && censored_hold >= baseline / 2.0 {
+        let service_cut_short = censored_hold >= baseline / 2.0 || round.completed == 0;
+        if censored > self.settings.censored_share && service_cut_short {
             if self.phase == Phase::SlowStart {
                 return self.slow_start_censored(round, censored, saturated, first_since_doubling);
             }
@@ -931,7 +974,7 @@ impl Estimator {
             self.slow_start_pool.1 = self.slow_start_pool.1.saturating_add(round.completed);
             self.baseline = Some(mean(self.slow_start_pool.0, self.slow_start_pool.1))
                 .filter(|b| *b > 0.0)
-                .or(Some(baseline));
+                .or(self.baseline);
             return self.double();
         }
         let (low, high) = self.settings.headroom;
@@ -1127,6 +1170,12 @@ impl Estimator {
     /// knee is found in one round. If throughput held, work was queueing
     /// inside, and the next cut divides the limit as much again.
     fn start_probe(&mut self, before: Throughput, cause: Cause) -> bool {
+        if before.rate() <= 0.0 {
+            // The rounds it would be held against finished nothing (their
+            // permits were all given up on): every throughput holds against
+            // none, and the knee would read 0.
+            return false;
+        }
         let probe = Probe {
             before,
             ceiling: self.limit,
@@ -1251,7 +1300,8 @@ impl Estimator {
         self.phase = Phase::Steady;
         if grew {
             let knee = (from_slots * growth).min(raised_slots);
-            let hold = clean_hold(&at_limit.rounds);
+            // `can_compare` asks for a completed permit.
+            let hold = clean_hold(&at_limit.rounds).unwrap_or(0.0);
             let believed = self.believe(Cause::Refresh, knee, hold);
             self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
             self.delivery = Some(Throughput::of(round).rate());
@@ -1583,12 +1633,10 @@ fn knee_floor(knee: f64, headroom: f64) -> f64 {
 /// service of about 20 from its 67 completed permits, and 18.0 ms counting
 /// the 4 its callers gave up on. Counted as time held without a
 /// completion, they give the exponential's estimate under censoring.
-fn clean_hold(round: &IntervalSamples) -> f64 {
-    if round.completed > 0 {
-        mean(round.hold, round.completed)
-    } else {
-        mean(round.hold, round.samples)
-    }
+/// With none completed it is unknown (`None`): nothing finished, and the
+/// censored ones' hold times are lower bounds, never fast successes.
+fn clean_hold(round: &IntervalSamples) -> Option<f64> {
+    (round.completed > 0).then(|| mean(round.hold, round.completed))
 }
 
 /// An estimate as a whole limit: rounded to the nearest, within the bounds.

@@ -1420,6 +1420,158 @@ fn the_round_right_after_a_back_off_is_not_what_a_probe_is_held_against() {
 }
 
 #[test]
+fn a_wave_of_hang_ups_is_no_faster_service_nor_a_baseline() {
+    // The knee of 8 and the baseline of 20 ms are known. Then for 1.2 s
+    // every permit is given up on 1 ms after it starts (callers who spent
+    // their patience at the door) and the service finishes none. Judged by
+    // the hang-ups' hold times, two rounds read as a service 20 times
+    // faster, a probe was held against the nothing they finished, and it
+    // read the knee 8.48 and the baseline 1 ms; against that baseline the
+    // next hang-ups looked long, back-offs took the limit to its floor,
+    // and 30 intervals of the service kept full after the wave left it at
+    // 6, the knee believed 2.5. A round that finishes nothing backs off
+    // (the service delivered nobody), keeps the baseline, and the limit
+    // goes back to the knee with the first clean round.
+    let mut estimator = knee_found_at_8();
+    let nothing_finished = kept_fed(40, 40, MS, true);
+    for _ in 0..12 {
+        estimator.on_interval(nothing_finished);
+        let beliefs = estimator.beliefs();
+        assert_eq!(beliefs.baseline, Some(Duration::from_millis(20)));
+        assert!(beliefs.knee.is_none_or(|knee| knee == 8.0), "{beliefs:?}");
+    }
+    for _ in 0..3 {
+        estimator.on_interval(kept_full(true));
+    }
+    assert!(
+        within_1_5x(estimator.limit(), 8),
+        "{:?}",
+        estimator.beliefs()
+    );
+    assert_eq!(estimator.beliefs().knee, Some(8.0));
+}
+
+#[test]
+fn hang_ups_beside_a_few_short_completions_are_no_faster_service() {
+    // The knee of 8 and the baseline of 20 ms are known. Then for 1.2 s,
+    // of every 40 permits 36 are given up on 1 ms after they start, and
+    // the 4 that finish are short ones (10 ms: callers with little
+    // patience left wait only for those). Their mean read as a service
+    // twice as fast, and a probe held against the 40 a second that
+    // finished cut the limit to 4. Time held per permit finished counts
+    // the hang-ups: 19 ms, no faster service.
+    let mut estimator = knee_found_at_8();
+    let mut short_survivors = kept_fed(40, 36, MS, true);
+    short_survivors.completed_hold = 4 * 10 * MS;
+    short_survivors.hold = short_survivors.completed_hold + 36 * MS;
+    for _ in 0..12 {
+        estimator.on_interval(short_survivors);
+        assert!(!probing(&estimator), "{:?}", estimator.beliefs());
+    }
+    assert_eq!(estimator.beliefs().knee, Some(8.0));
+    assert_eq!(
+        estimator.beliefs().baseline,
+        Some(Duration::from_millis(20))
+    );
+}
+
+#[test]
+fn a_probe_round_that_finished_nothing_reads_no_knee_and_no_baseline() {
+    // A refresh's probe at 6 of 8 slots: every permit of its round is given
+    // up on 1 ms after it starts, and the service finishes none. Read from
+    // those, the baseline was 1 ms. The probe goes back where it cut from
+    // instead (8 or the headroom above it), the knee and the baseline as
+    // they were.
+    let (mut estimator, from) = refresh_probing_at_6_of_8_slots();
+    let before = estimator.beliefs();
+    feed_until(&mut estimator, kept_fed(30, 30, MS, true), |e| !probing(e));
+    let after = estimator.beliefs();
+    assert_eq!(after.baseline, before.baseline);
+    assert_eq!(after.knee, before.knee);
+    assert!(estimator.limit() >= from, "{after:?}");
+}
+
+/// Whatever the engine hands it, within the settings the builder accepts:
+/// the limit stays within its bounds and what it believes stays a finite
+/// positive number. Samples as the sampler takes them (holds up to an
+/// hour, up to 5,000 permits an interval), with counts a release racing the
+/// interval's close can leave a few apart; 2,000 services of 300 intervals,
+/// drawn from a fixed seed. It found the knee read as 0 and the baseline
+/// read from hang-ups (a_wave_of_hang_ups_is_no_faster_service_nor_a_baseline).
+#[test]
+fn any_samples_keep_the_limit_within_its_bounds_and_its_beliefs_finite() {
+    let mut random = crate::random::mix(0x5EED).max(1);
+    let mut draw = |n: u64| {
+        // xorshift64
+        random ^= random << 13;
+        random ^= random >> 7;
+        random ^= random << 17;
+        random % n.max(1)
+    };
+    let bounds = [1, 2, 3, 8, 64, 1_000, crate::config::MAX_LIMIT as u32];
+    for service in 0..2_000 {
+        let mut settings = settings(8);
+        settings.min = bounds[draw(7) as usize];
+        settings.max = bounds[draw(7) as usize].max(settings.min);
+        settings.initial = bounds[draw(7) as usize].clamp(settings.min, settings.max);
+        settings.round_samples = [16, 64, 65_536][draw(3) as usize];
+        settings.max_round = [100 * MS, 5_000 * MS, 3_600_000 * MS][draw(3) as usize];
+        settings.refresh_rounds = [10, 300, u32::MAX][draw(3) as usize];
+        settings.headroom = [(0.0, 0.0), (0.06, 0.2), (0.0, 1.0), (1.0, 1.0)][draw(4) as usize];
+        settings.inflation = [1.000_001, 1.6, 100.0][draw(3) as usize];
+        settings.censored_share = [1e-9, 0.1, 1.0][draw(3) as usize];
+        let mut estimator = Estimator::new(settings);
+        let typical_hold = [0, 1_000, MS, 20 * MS, 1_000 * MS, 3_600_000 * MS][draw(6) as usize];
+        for _ in 0..300 {
+            let scale = [0, 1, 10, 100, 5_000][draw(5) as usize];
+            let released = draw(scale + 1);
+            // A release racing the close counts in one interval, its ending
+            // in the next.
+            let released_censored = draw(released + 1) + draw(3);
+            let handed_off = draw(released + 1) + draw(3);
+            let completed = draw(released + 1) + draw(3);
+            let censored = draw(released.saturating_sub(completed) + 1);
+            let completed_hold = completed * draw(2 * typical_hold + 1);
+            let censored_hold = censored * draw(2 * typical_hold + 1);
+            estimator.on_interval(IntervalSamples {
+                elapsed: [MS, 100 * MS, 150 * MS, 5_000 * MS, 3_600_000 * MS][draw(5) as usize],
+                overloaded: draw(2) == 0,
+                shedding: draw(2) == 0,
+                blocked: draw(2 * scale + 1),
+                released,
+                released_censored,
+                handed_off,
+                samples: completed + censored,
+                hold: completed_hold + censored_hold,
+                completed,
+                completed_hold,
+                censored,
+            });
+            let (min, max) = estimator.bounds();
+            let context = || format!("service {service}: {settings:?} {:?}", estimator.beliefs());
+            assert!((min..=max).contains(&estimator.limit()), "{}", context());
+            assert!(
+                (min..=max).contains(&estimator.sustained_limit()),
+                "{}",
+                context()
+            );
+            assert!(estimator.limit.is_finite(), "{}", context());
+            let beliefs = estimator.beliefs();
+            let finite_positive = |value: f64| value.is_finite() && value > 0.0;
+            assert!(beliefs.knee.is_none_or(finite_positive), "{}", context());
+            assert!(
+                beliefs
+                    .delivery_rate
+                    .is_none_or(|d| d.is_finite() && d >= 0.0),
+                "{}",
+                context()
+            );
+            assert!(beliefs.headroom.is_finite(), "{}", context());
+        }
+    }
+}
+
+#[test]
 fn back_offs_in_a_row_cut_twice_as_deep_each_time() {
     // Half the permits censored: the first back-off cuts a quarter (8 to
     // 6); censoring that outlasts it says the limit is further above the
