@@ -157,14 +157,15 @@
 //! by callers who spent their patience at the door, not by the service, and
 //! the door answers for those (it learns how long callers wait); unless the
 //! round finished nothing at all, which is congestion whatever the hold
-//! times (a service slower than its callers' patience hangs them all up at
-//! a fraction of its baseline).
+//! times: a service slower than its callers' patience, its baseline measured
+//! slow, hangs them all up at a fraction of it (the test
+//! after_an_overload_that_pinned_it_to_the_floor_it_recovers_within_20_intervals).
 //!
-//! Their hold times are never read as the service's speed: a faster service
-//! is judged, and a probe's baseline measured, by the time permits were held
-//! per permit finished (the hang-ups' time counted, without a completion),
-//! and a probe round that finished nothing, or a probe held against rounds
-//! that finished nothing, reads no knee and no baseline.
+//! Their hold times are never read as the service's speed: a probe's
+//! baseline is the time held per permit finished (the hang-ups' time
+//! counted, without a completion); a faster service is judged only in rounds
+//! where few permits were given up on; and a round that finished nothing
+//! measures neither knee nor baseline, nor is a probe held against it.
 //!
 //! The work of a censored permit may go on after its slot came back, so the
 //! round right after a back-off runs beside that orphaned work and finishes
@@ -737,27 +738,25 @@ impl Estimator {
             // The round began once the older permits had drained, and the
             // service was kept full: every release counts its throughput.
             let Some(hold) = clean_hold(round) else {
-                // Every permit of the round was given up on: the service
-                // finished nothing that tells its knee or its baseline. Read
-                // as the baseline, the hang-ups' hold times (1 ms for 20)
-                // made the next rounds' hang-ups look long, and back-offs
-                // took the limit to its floor (the tests
-                // a_probe_round_that_finished_nothing_reads_no_knee_and_no_baseline,
-                // a_wave_of_hang_ups_is_no_faster_service_nor_a_baseline).
-                // As when the load falls away: back to the limit this cut
-                // came down from.
+                // Every permit of the round was given up on: it tells no
+                // knee and no baseline (read as the baseline, the hang-ups'
+                // 1 ms took a limit of 8 to its floor: the test
+                // a_probe_round_that_finished_nothing_reads_no_knee_and_no_baseline).
+                // The probe ends where it stands, not back where it cut
+                // from: in a stall, that would undo the cut, and the next
+                // rounds, finishing nothing too, back off from here.
                 tracing::debug!(
                     samples = round.samples,
                     censored = round.censored,
                     "adaptive limit: a probe round finished nothing"
                 );
-                return self.abandon_probe(cut_from);
+                return self.abandon_probe(self.limit);
             };
             let measured = Throughput::of(round);
             tracing::debug!(
                 samples = round.samples,
                 censored = round.censored,
-                completed_hold_ms = completed_hold.unwrap_or(0.0) / 1e6,
+                completed_hold_ms = completed_hold.map(|hold| hold / 1e6),
                 clean_hold_ms = hold / 1e6,
                 "adaptive limit: a probe round's hold times"
             );
@@ -804,9 +803,8 @@ impl Estimator {
         let baseline = match (self.baseline, completed_hold) {
             (Some(baseline), _) => baseline,
             (None, Some(completed_hold)) => *self.baseline.insert(completed_hold),
-            // The first round the limit bound finished nothing: no baseline
-            // to take. Its hang-ups are judged against their own hold times
-            // (as long-held ones: the service finished none of them).
+            // Nothing finished: no baseline to take. Such a round backs off
+            // (below) whatever it is compared with.
             (None, None) => hold,
         };
         // Small rounds (slow start at a tiny limit) are too noisy to judge
@@ -814,28 +812,27 @@ impl Estimator {
         // So is a slow-start baseline pooled from fewer.
         let reliable = round.samples >= RELIABLE_SAMPLES
             && (self.phase != Phase::SlowStart || self.slow_start_pool.1 >= RELIABLE_SAMPLES);
-        // Judged by the time held per permit finished, which counts the
-        // censored ones' time without a completion: hang-ups just after
-        // their permits started (callers who spent their patience at the
-        // door) beside a few short completions are no faster service, and a
-        // probe held against the little they finished cut the limit in half
-        // (the test hang_ups_beside_a_few_short_completions_are_no_faster_service).
-        let faster = reliable && clean_hold(round).is_some_and(|hold| hold < FASTER * baseline);
+        // Only where few permits were given up on: the ones that finished
+        // beside many hang-ups are a selection (a caller with little
+        // patience left waits only for a short one), and a probe held
+        // against the little they finished cut the limit in half (the test
+        // hang_ups_beside_a_few_short_completions_are_no_faster_service).
+        let faster = reliable
+            && censored <= self.settings.censored_share
+            && clean_hold(round).is_some_and(|clean| clean < FASTER * baseline);
         // Censored permits held on average for less than half the baseline
         // were cut short by their callers' clocks, not by the service: their
         // callers spent their patience waiting at the door (as when a spike
         // begins before the door has learnt how long callers wait). They are
         // no sign that the service runs more than it should; long-held ones
-        // are. So is a round that finished nothing at all: whatever the
-        // hold times, the service delivered nobody (a service slower than
-        // its callers' patience, whose baseline was measured slow, hangs
-        // its callers up on every permit at a fraction of it).
+        // are, and so is a round that finished nothing at all, whatever its
+        // hold times (see the module doc's "Censored permits").
         let censored_hold = mean(
             round.hold.saturating_sub(round.completed_hold),
             round.censored,
         );
-        let service_cut_short = censored_hold >= baseline / 2.0 || round.completed == 0;
-        if censored > self.settings.censored_share && service_cut_short {
+        let congestion = censored_hold >= baseline / 2.0 || round.completed == 0;
+        if censored > self.settings.censored_share && congestion {
             if self.phase == Phase::SlowStart {
                 return self.slow_start_censored(round, censored, saturated, first_since_doubling);
             }
@@ -1073,7 +1070,13 @@ impl Estimator {
         saturated: bool,
         first_since_doubling: bool,
     ) -> bool {
-        let stopped_at = self.slow_start_plateau(round);
+        // A round that finished nothing is no throughput to hold a probe
+        // against: the plateau before it is, if there is one.
+        let stopped_at = if round.completed == 0 {
+            self.plateau
+        } else {
+            self.slow_start_plateau(round)
+        };
         let may_probe = saturated || (round.overloaded && first_since_doubling);
         if let Some(stopped_at) = stopped_at.filter(|_| may_probe) {
             // Slow start doubled past the knee, maybe far past it (its
@@ -1171,8 +1174,9 @@ impl Estimator {
     /// inside, and the next cut divides the limit as much again.
     fn start_probe(&mut self, before: Throughput, cause: Cause) -> bool {
         if before.rate() <= 0.0 {
-            // The rounds it would be held against finished nothing (their
-            // permits were all given up on): every throughput holds against
+            // Rounds that finished nothing (their permits all given up on)
+            // back off before they get here; this guards the settings and
+            // counts that let one through: every throughput holds against
             // none, and the knee would read 0.
             return false;
         }
@@ -1300,8 +1304,8 @@ impl Estimator {
         self.phase = Phase::Steady;
         if grew {
             let knee = (from_slots * growth).min(raised_slots);
-            // `can_compare` asks for a completed permit.
-            let hold = clean_hold(&at_limit.rounds).unwrap_or(0.0);
+            let hold =
+                clean_hold(&at_limit.rounds).expect("can_compare asks for a completed permit");
             let believed = self.believe(Cause::Refresh, knee, hold);
             self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
             self.delivery = Some(Throughput::of(round).rate());
@@ -1326,7 +1330,9 @@ impl Estimator {
             // level alone capped that round was not seen.
             self.recheck_raise = true;
         }
-        if !probe_after {
+        if !probe_after || round.completed == 0 {
+            // (A raised round that finished nothing is no throughput to
+            // hold a probe against.)
             self.restart_round();
             return true;
         }
