@@ -683,7 +683,7 @@ impl Estimator {
         // measured no service time: its hang-ups are lower bounds, never
         // fast successes (see `clean_hold`).
         let completed_hold =
-            (round.completed > 0).then(|| mean(round.completed_hold, round.completed));
+            (!round.none_completed()).then(|| mean(round.completed_hold, round.completed));
         let censored = round.censored as f64 / round.samples as f64;
 
         let fed = round.handed_off as f64 >= FED_SHARE * round.released as f64;
@@ -831,7 +831,7 @@ impl Estimator {
             round.hold.saturating_sub(round.completed_hold),
             round.censored,
         );
-        let congestion = censored_hold >= baseline / 2.0 || round.completed == 0;
+        let congestion = censored_hold >= baseline / 2.0 || round.none_completed();
         if censored > self.settings.censored_share && congestion {
             if self.phase == Phase::SlowStart {
                 return self.slow_start_censored(round, censored, saturated, first_since_doubling);
@@ -1072,7 +1072,7 @@ impl Estimator {
     ) -> bool {
         // A round that finished nothing is no throughput to hold a probe
         // against: the plateau before it is, if there is one.
-        let stopped_at = if round.completed == 0 {
+        let stopped_at = if round.none_completed() {
             self.plateau
         } else {
             self.slow_start_plateau(round)
@@ -1330,7 +1330,7 @@ impl Estimator {
             // level alone capped that round was not seen.
             self.recheck_raise = true;
         }
-        if !probe_after || round.completed == 0 {
+        if !probe_after || round.none_completed() {
             // (A raised round that finished nothing is no throughput to
             // hold a probe against.)
             self.restart_round();
@@ -1375,7 +1375,7 @@ impl Estimator {
         at_floor
             && from >= MIN_RAISED_FROM
             && at_limit.rounds.released >= RAISED_AGAINST
-            && at_limit.rounds.completed > 0
+            && !at_limit.rounds.none_completed()
     }
 
     /// How much a new probe's cuts divide the limit by: a half, or a
@@ -1642,7 +1642,7 @@ fn knee_floor(knee: f64, headroom: f64) -> f64 {
 /// With none completed it is unknown (`None`): nothing finished, and the
 /// censored ones' hold times are lower bounds, never fast successes.
 fn clean_hold(round: &IntervalSamples) -> Option<f64> {
-    (round.completed > 0).then(|| mean(round.hold, round.completed))
+    (!round.none_completed()).then(|| mean(round.hold, round.completed))
 }
 
 /// An estimate as a whole limit: rounded to the nearest, within the bounds.

@@ -40,6 +40,13 @@ pub(crate) struct IntervalSamples {
 }
 
 impl IntervalSamples {
+    /// Whether no permit of the current epoch completed: every one was
+    /// given up on (or none came back), so the round measured no service
+    /// time and no throughput to hold a probe against.
+    pub(super) fn none_completed(&self) -> bool {
+        self.completed == 0
+    }
+
     pub(super) fn add(&mut self, other: &IntervalSamples) {
         self.elapsed = self.elapsed.saturating_add(other.elapsed);
         self.overloaded |= other.overloaded;
