@@ -141,6 +141,12 @@
 //! measured, except by a new probe; so a noisy baseline cannot walk the
 //! limit down.
 //!
+//! A service that got faster *during* a probe reads by the same law as a
+//! knee that much lower: throughput rises under the cut while hold times
+//! fall below the baseline. Two such rounds in a row end the probe where it
+//! began, and the faster hold times call for a probe of their own; one
+//! alone is measured again (a patch of short jobs reads both, too).
+//!
 //! # Censored permits
 //!
 //! Permits cut at a deadline or abandoned by their caller are lower bounds
@@ -270,6 +276,14 @@ const HELD_TWICE: f64 = 0.85;
 const AT_THE_KNEE: f64 = 1.1;
 /// Hold times below this share of the baseline mean the service got faster.
 const FASTER: f64 = 0.75;
+/// A probe round whose throughput rose to this share of the throughput
+/// before it or more, under a cut and with hold times [`FASTER`] than the
+/// baseline, read a service that got faster during the probe, not the knee
+/// (see [`Estimator::faster_than_before`]). Below the knee a cut lowers
+/// throughput, at or above it throughput stays where it was. A round of
+/// short jobs reads both (by Little's law, shorter hold times at the same
+/// concurrency are more throughput), so it takes two such rounds in a row.
+const SPED_UP: f64 = 1.15;
 /// A knee (or baseline) reading within this ratio of the belief agrees with
 /// it. A baseline that does not, read after evidence of a change, replaces
 /// the readings before it (the service changed); any other reading that
@@ -358,13 +372,15 @@ enum Phase {
     /// pooled with the next (see [`HELD_TWICE`]): its throughput and clean
     /// hold time. `starved`: a round at this cut was not fed in an
     /// overload, and is being measured again (a descent's only, not a
-    /// refresh's).
+    /// refresh's). `sped_up`: a round at this cut read a faster service, and
+    /// is being measured again (see [`SPED_UP`]).
     Probing {
         probe: Probe,
         from: f64,
         cut_from: f64,
         first_round: Option<(Throughput, f64)>,
         starved: bool,
+        sped_up: bool,
     },
     /// A refresh first raises the limit for a round, so that the
     /// throughput its probe is held against is measured above the knee even
@@ -697,6 +713,7 @@ impl Estimator {
             cut_from,
             first_round,
             starved,
+            sped_up,
         } = self.phase
         {
             if !fed {
@@ -760,6 +777,27 @@ impl Estimator {
                 clean_hold_ms = hold / 1e6,
                 "adaptive limit: a probe round's hold times"
             );
+            if self.faster_than_before(probe.before, measured, hold) {
+                if sped_up {
+                    // Twice in a row: the service got faster during the
+                    // probe. Back to where the probe cut from: the faster
+                    // hold times call for a probe of their own (the
+                    // `Faster` signal), which measures the knee and a new
+                    // baseline.
+                    tracing::debug!("adaptive limit: the service got faster during a probe");
+                    return self.abandon_probe(from);
+                }
+                // Measured again: one such round is as likely a patch of
+                // short jobs (on a knee of 8 in the estimator's model, a
+                // refresh's round at 8 read 1.19 times the throughput before
+                // it with hold times of 0.73 of the baseline, and thrown
+                // away it left a knee read at 10.6 uncorrected).
+                tracing::debug!("adaptive limit: a probe round read a faster service");
+                if let Phase::Probing { sped_up, .. } = &mut self.phase {
+                    *sped_up = true;
+                }
+                return false;
+            }
             let (measured, hold) = match first_round {
                 Some((first, first_hold)) => (first.pooled(measured), (first_hold + hold) / 2.0),
                 None => (measured, hold),
@@ -1418,6 +1456,7 @@ impl Estimator {
             cut_from: self.limit,
             first_round: None,
             starved: false,
+            sped_up: false,
         };
         self.probes += 1;
         // The next probe to learn needs an overload seen after this one.
@@ -1427,6 +1466,25 @@ impl Estimator {
         self.rounds_since_probe = 0;
         self.restart_round();
         true
+    }
+
+    /// Whether a probe's round finished at least [`SPED_UP`] times the
+    /// throughput it is held against, under the cut, with clean hold times
+    /// [`FASTER`] than the baseline: the service got faster during the probe
+    /// (the round straddled the change), not a knee below the cut. Read by
+    /// Little's law, the speed-up reads as a knee that much lower: in the
+    /// lab's capacity drop a refresh's probe cut from 8 to 5 straddled the
+    /// restore, finished 1.21 times the throughput before it with hold times
+    /// of 0.6 of the baseline, and read the knee 4.12 (believed 5.90); the
+    /// faster service's own probe was then held against what that lowered
+    /// limit delivered, which bounds the knee, and the limit stood at 6 of
+    /// 8 slots for 7 s.
+    fn faster_than_before(&self, before: Throughput, measured: Throughput, hold: f64) -> bool {
+        measured.rate() >= SPED_UP * before.rate()
+            && self
+                .baseline
+                .filter(|_| self.clean)
+                .is_some_and(|baseline| hold < FASTER * baseline)
     }
 
     /// A probe round ended (pooled with the one before it at the same cut,
