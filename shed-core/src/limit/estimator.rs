@@ -144,8 +144,9 @@
 //! A service that got faster *during* a probe reads by the same law as a
 //! knee that much lower: throughput rises under the cut while hold times
 //! fall below the baseline. Two such rounds in a row end the probe where it
-//! began, and the faster hold times call for a probe of their own; one
-//! alone is measured again (a patch of short jobs reads both, too).
+//! began, no higher than the knee's floor, where the faster hold times call
+//! for a probe of their own; one alone is measured again (a patch of short
+//! jobs reads both, too).
 //!
 //! # Censored permits
 //!
@@ -277,8 +278,8 @@ const AT_THE_KNEE: f64 = 1.1;
 /// Hold times below this share of the baseline mean the service got faster.
 const FASTER: f64 = 0.75;
 /// A probe round whose throughput rose to this share of the throughput
-/// before it or more, under a cut and with hold times [`FASTER`] than the
-/// baseline, read a service that got faster during the probe, not the knee
+/// before it or more, under a cut and with hold times under [`FASTER`] times
+/// the baseline, read a service that got faster during the probe, not the knee
 /// (see [`Estimator::faster_than_before`]). Below the knee a cut lowers
 /// throughput, at or above it throughput stays where it was. A round of
 /// short jobs reads both (by Little's law, shorter hold times at the same
@@ -372,8 +373,8 @@ enum Phase {
     /// pooled with the next (see [`HELD_TWICE`]): its throughput and clean
     /// hold time. `starved`: a round at this cut was not fed in an
     /// overload, and is being measured again (a descent's only, not a
-    /// refresh's). `sped_up`: a round at this cut read a faster service, and
-    /// is being measured again (see [`SPED_UP`]).
+    /// refresh's). `sped_up`: the last round at this cut read a faster
+    /// service, and is being measured again (see [`SPED_UP`]).
     Probing {
         probe: Probe,
         from: f64,
@@ -777,25 +778,45 @@ impl Estimator {
                 clean_hold_ms = hold / 1e6,
                 "adaptive limit: a probe round's hold times"
             );
-            if self.faster_than_before(probe.before, measured, hold) {
-                if sped_up {
-                    // Twice in a row: the service got faster during the
-                    // probe. Back to where the probe cut from: the faster
-                    // hold times call for a probe of their own (the
-                    // `Faster` signal), which measures the knee and a new
-                    // baseline.
-                    tracing::debug!("adaptive limit: the service got faster during a probe");
-                    return self.abandon_probe(from);
-                }
+            let faster = self.faster_than_before(probe.before, round, hold);
+            if faster && sped_up {
+                // Twice in a row: the service got faster during the probe.
+                // Back to where the probe cut from, but no higher than the
+                // knee's floor: there hold times stand below the baseline
+                // and call for a probe of their own (the `Faster` signal),
+                // which measures the knee and a new baseline. Higher (the
+                // headroom's top, or where an inflated round's probe began),
+                // they can lie between the `Faster` and the `Inflated`
+                // thresholds, and the delivery rule, held to the old
+                // baseline, would raise the limit over the knee (the test
+                // a_speed_up_at_a_refresh_probe_from_the_headrooms_top_...).
+                tracing::debug!(
+                    rate = measured.rate(),
+                    before = probe.before.rate(),
+                    hold_ms = hold / 1e6,
+                    "adaptive limit: the service got faster during a probe"
+                );
+                let low = self.settings.headroom.0;
+                let back_to = self
+                    .knee
+                    .map_or(from, |knee| from.min(knee_floor(knee, low)));
+                return self.abandon_probe(back_to);
+            }
+            if let Phase::Probing { sped_up, .. } = &mut self.phase {
+                *sped_up = faster;
+            }
+            if faster {
                 // Measured again: one such round is as likely a patch of
                 // short jobs (on a knee of 8 in the estimator's model, a
                 // refresh's round at 8 read 1.19 times the throughput before
                 // it with hold times of 0.73 of the baseline, and thrown
                 // away it left a knee read at 10.6 uncorrected).
-                tracing::debug!("adaptive limit: a probe round read a faster service");
-                if let Phase::Probing { sped_up, .. } = &mut self.phase {
-                    *sped_up = true;
-                }
+                tracing::debug!(
+                    rate = measured.rate(),
+                    before = probe.before.rate(),
+                    hold_ms = hold / 1e6,
+                    "adaptive limit: a probe round read a faster service"
+                );
                 return false;
             }
             let (measured, hold) = match first_round {
@@ -1470,7 +1491,8 @@ impl Estimator {
 
     /// Whether a probe's round finished at least [`SPED_UP`] times the
     /// throughput it is held against, under the cut, with clean hold times
-    /// [`FASTER`] than the baseline: the service got faster during the probe
+    /// under [`FASTER`] times the clean baseline and few permits given up on
+    /// (as for the `Faster` signal): the service got faster during the probe
     /// (the round straddled the change), not a knee below the cut. Read by
     /// Little's law, the speed-up reads as a knee that much lower: in the
     /// lab's capacity drop a refresh's probe cut from 8 to 5 straddled the
@@ -1479,8 +1501,11 @@ impl Estimator {
     /// faster service's own probe was then held against what that lowered
     /// limit delivered, which bounds the knee, and the limit stood at 6 of
     /// 8 slots for 7 s.
-    fn faster_than_before(&self, before: Throughput, measured: Throughput, hold: f64) -> bool {
-        measured.rate() >= SPED_UP * before.rate()
+    fn faster_than_before(&self, before: Throughput, round: &IntervalSamples, hold: f64) -> bool {
+        let few_given_up =
+            round.censored as f64 <= self.settings.censored_share * round.samples as f64;
+        few_given_up
+            && Throughput::of(round).rate() >= SPED_UP * before.rate()
             && self
                 .baseline
                 .filter(|_| self.clean)

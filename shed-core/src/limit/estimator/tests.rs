@@ -1108,7 +1108,8 @@ fn eight_slots_kept_full_at(limit: u32) -> IntervalSamples {
 }
 
 /// An interval of a service of 8 slots of `hold_ms` each, kept full at
-/// `limit` (see [`eight_slots_kept_full_at`]).
+/// `limit` (see [`eight_slots_kept_full_at`]); each slot gives back as many
+/// whole permits as fit in the interval (exact where `hold_ms` divides 100).
 fn eight_slots_of(hold_ms: u64, limit: u32) -> IntervalSamples {
     let slots = u64::from(limit.min(8));
     let released = 100 / hold_ms * slots;
@@ -1120,8 +1121,34 @@ fn eight_slots_of(hold_ms: u64, limit: u32) -> IntervalSamples {
     }
 }
 
+/// What a refresh's probe at 6 of 8 slots of 20 ms makes of a speed-up:
+/// the service's slots take `slow_intervals` more intervals of 20 ms, then
+/// `hold_ms` each, for 40 intervals in all. Returns the lowest knee believed
+/// meanwhile, the highest limit outside probes and raised rounds, and the
+/// estimator.
+fn after_a_speed_up_at_a_refresh_probe(
+    hold_ms: u64,
+    slow_intervals: usize,
+) -> (f64, u32, Estimator) {
+    let (mut estimator, _) = refresh_probing_at_6_of_8_slots();
+    let (mut lowest_knee, mut highest_limit) = (f64::INFINITY, 0);
+    for interval in 0..40 {
+        let hold_ms = if interval < slow_intervals {
+            20
+        } else {
+            hold_ms
+        };
+        estimator.on_interval(eight_slots_of(hold_ms, estimator.limit()));
+        lowest_knee = lowest_knee.min(estimator.knee.expect("a knee"));
+        if estimator.beliefs().phase == "steady" {
+            highest_limit = highest_limit.max(estimator.limit());
+        }
+    }
+    (lowest_knee, highest_limit, estimator)
+}
+
 #[test]
-fn a_refresh_probe_that_straddles_a_speed_up_reads_no_knee_and_8_is_back_within_20_intervals() {
+fn a_refresh_probe_that_straddles_a_speed_up_keeps_the_knee_and_learns_the_new_baseline() {
     // In the lab's capacity drop a refresh's probe, cut from 8 to 5,
     // straddled the restore: its round finished 1.21 times the throughput
     // it was held against, with hold times of 0.6 of the baseline, and read
@@ -1129,33 +1156,53 @@ fn a_refresh_probe_that_straddles_a_speed_up_reads_no_knee_and_8_is_back_within_
     // held against what that lowered limit delivered, which bounds the knee,
     // and the limit stood at 6 of 8 slots for 7 s. Throughput that rose
     // under a cut while hold times fell found a faster service, not the
-    // knee. Here the service's 8 slots go from 20 ms to 10 ms as the
-    // refresh probes at 6: the knee believed never falls below 7.6 (before
-    // the guard: to 6, and 7.5 four seconds on), and within 20 intervals
-    // the limit stands at 8 or more again.
-    let (mut estimator, _) = refresh_probing_at_6_of_8_slots();
-    let mut back_at_8 = None;
-    let mut lowest_knee = f64::INFINITY;
-    for interval in 0..40 {
-        let raising = matches!(estimator.phase, Phase::Raising { .. });
-        if back_at_8.is_none() && !raising && !probing(&estimator) && estimator.limit() >= 8 {
-            back_at_8 = Some(interval);
-        }
-        estimator.on_interval(eight_slots_of(10, estimator.limit()));
-        lowest_knee = lowest_knee.min(estimator.knee.expect("a knee"));
-    }
+    // knee. Here the service's 8 slots go from 20 ms to 10 ms one interval
+    // into the refresh's probe at 6: the knee believed never falls below 7.6
+    // (before the guard: to 6.0, and 7.5 four seconds on), and the faster
+    // service's own probe learns its baseline within the 40 intervals.
+    let (lowest_knee, _, estimator) = after_a_speed_up_at_a_refresh_probe(10, 1);
+    assert!(
+        lowest_knee >= 7.6,
+        "{lowest_knee}: {:?}",
+        estimator.beliefs()
+    );
+    let baseline = estimator.baseline.expect("a baseline") / MS as f64;
+    assert!(
+        (9.0..=11.0).contains(&baseline),
+        "{:?}",
+        estimator.beliefs()
+    );
+    assert!(
+        estimator.sustained_limit() >= 8,
+        "{:?}",
+        estimator.beliefs()
+    );
+}
+
+#[test]
+fn a_speed_up_at_a_refresh_probe_from_the_headrooms_top_does_not_raise_the_limit_over_the_knee() {
+    // From 9.6 (the knee of 8 and a fifth of headroom) a service whose slots
+    // go from 20 ms to 12 ms holds its permits 15 ms: exactly three quarters
+    // of the old baseline, where no `Faster` signal fires, and the delivery
+    // rule, held to the old baseline, would take the limit to 8 slots' 667
+    // a second times 20 ms and the headroom, 14 or more, with a queue inside.
+    // The probe that read the speed-up goes back no higher than the knee's
+    // floor, where the faster hold times do call for a probe: the limit stays
+    // within 10, and the baseline of 12 ms is learned.
+    let (lowest_knee, highest_limit, estimator) = after_a_speed_up_at_a_refresh_probe(12, 0);
     assert!(
         lowest_knee >= 7.6,
         "{lowest_knee}: {:?}",
         estimator.beliefs()
     );
     assert!(
-        back_at_8.is_some_and(|interval| interval <= 20),
-        "back at 8 after {back_at_8:?} intervals: {:?}",
+        highest_limit <= 10,
+        "{highest_limit}: {:?}",
         estimator.beliefs()
     );
+    let baseline = estimator.baseline.expect("a baseline") / MS as f64;
     assert!(
-        estimator.sustained_limit() >= 8,
+        (11.0..=13.0).contains(&baseline),
         "{:?}",
         estimator.beliefs()
     );
@@ -1170,13 +1217,13 @@ fn one_probe_round_of_short_jobs_is_measured_again_not_read_as_a_faster_service(
     // refresh left a knee read high uncorrected; read as a knee, it reads one
     // that much low. So one such round is measured again, and the round
     // after it reads the knee: here one round at 6 of 8 slots of 480
-    // permits a second held 14 ms each (1.2 times the 400 before it, 0.7 of
-    // the 20 ms baseline), then the 300 a second 6 slots of 20 ms deliver.
+    // permits a second held 12.5 ms each (1.2 times the 400 before it, 0.625
+    // of the 20 ms baseline), then the 300 a second 6 slots of 20 ms deliver.
     let (mut estimator, _) = refresh_probing_at_6_of_8_slots();
     let (probes, readings) = (estimator.beliefs().probes, estimator.knees);
     let short_jobs = IntervalSamples {
-        hold: 48 * 14 * MS,
-        completed_hold: 48 * 14 * MS,
+        hold: 48 * 25 * MS / 2,
+        completed_hold: 48 * 25 * MS / 2,
         ..kept_fed(48, 0, 0, true)
     };
     feed_until(&mut estimator, short_jobs, |e| {
