@@ -778,7 +778,16 @@ impl Estimator {
                 clean_hold_ms = hold / 1e6,
                 "adaptive limit: a probe round's hold times"
             );
-            let faster = self.faster_than_before(probe.before, round, hold);
+            let faster = self.faster_than_before(probe.before, round);
+            if faster {
+                tracing::debug!(
+                    rate = measured.rate(),
+                    before = probe.before.rate(),
+                    hold_ms = hold / 1e6,
+                    in_a_row = sped_up,
+                    "adaptive limit: a probe round read a faster service"
+                );
+            }
             if faster && sped_up {
                 // Twice in a row: the service got faster during the probe.
                 // Back to where the probe cut from, but no higher than the
@@ -790,12 +799,6 @@ impl Estimator {
                 // thresholds, and the delivery rule, held to the old
                 // baseline, would raise the limit over the knee (the test
                 // a_speed_up_at_a_refresh_probe_from_the_headrooms_top_...).
-                tracing::debug!(
-                    rate = measured.rate(),
-                    before = probe.before.rate(),
-                    hold_ms = hold / 1e6,
-                    "adaptive limit: the service got faster during a probe"
-                );
                 let low = self.settings.headroom.0;
                 let back_to = self
                     .knee
@@ -811,12 +814,6 @@ impl Estimator {
                 // refresh's round at 8 read 1.19 times the throughput before
                 // it with hold times of 0.73 of the baseline, and thrown
                 // away it left a knee read at 10.6 uncorrected).
-                tracing::debug!(
-                    rate = measured.rate(),
-                    before = probe.before.rate(),
-                    hold_ms = hold / 1e6,
-                    "adaptive limit: a probe round read a faster service"
-                );
                 return false;
             }
             let (measured, hold) = match first_round {
@@ -871,14 +868,7 @@ impl Estimator {
         // So is a slow-start baseline pooled from fewer.
         let reliable = round.samples >= RELIABLE_SAMPLES
             && (self.phase != Phase::SlowStart || self.slow_start_pool.1 >= RELIABLE_SAMPLES);
-        // Only where few permits were given up on: the ones that finished
-        // beside many hang-ups are a selection (a caller with little
-        // patience left waits only for a short one), and a probe held
-        // against the little they finished cut the limit in half (the test
-        // hang_ups_beside_a_few_short_completions_are_no_faster_service).
-        let faster = reliable
-            && censored <= self.settings.censored_share
-            && clean_hold(round).is_some_and(|clean| clean < FASTER * baseline);
+        let faster = reliable && self.reads_faster(round, baseline);
         // Censored permits held on average for less than half the baseline
         // were cut short by their callers' clocks, not by the service: their
         // callers spent their patience waiting at the door (as when a spike
@@ -1490,9 +1480,9 @@ impl Estimator {
     }
 
     /// Whether a probe's round finished at least [`SPED_UP`] times the
-    /// throughput it is held against, under the cut, with clean hold times
-    /// under [`FASTER`] times the clean baseline and few permits given up on
-    /// (as for the `Faster` signal): the service got faster during the probe
+    /// throughput it is held against, under the cut, and reads faster than
+    /// the clean baseline ([`Estimator::reads_faster`], as for the `Faster`
+    /// signal): the service got faster during the probe
     /// (the round straddled the change), not a knee below the cut. Read by
     /// Little's law, the speed-up reads as a knee that much lower: in the
     /// lab's capacity drop a refresh's probe cut from 8 to 5 straddled the
@@ -1501,15 +1491,25 @@ impl Estimator {
     /// faster service's own probe was then held against what that lowered
     /// limit delivered, which bounds the knee, and the limit stood at 6 of
     /// 8 slots for 7 s.
-    fn faster_than_before(&self, before: Throughput, round: &IntervalSamples, hold: f64) -> bool {
-        let few_given_up =
-            round.censored as f64 <= self.settings.censored_share * round.samples as f64;
-        few_given_up
-            && Throughput::of(round).rate() >= SPED_UP * before.rate()
+    fn faster_than_before(&self, before: Throughput, round: &IntervalSamples) -> bool {
+        Throughput::of(round).rate() >= SPED_UP * before.rate()
             && self
                 .baseline
                 .filter(|_| self.clean)
-                .is_some_and(|baseline| hold < FASTER * baseline)
+                .is_some_and(|baseline| self.reads_faster(round, baseline))
+    }
+
+    /// Whether `round` reads a service faster than `baseline`: its clean
+    /// hold time under [`FASTER`] times it, in a round where few permits
+    /// were given up on. The ones that finished beside many hang-ups are a
+    /// selection (a caller with little patience left waits only for a short
+    /// one), and a probe held against the little they finished cut the
+    /// limit in half (the test
+    /// hang_ups_beside_a_few_short_completions_are_no_faster_service).
+    fn reads_faster(&self, round: &IntervalSamples, baseline: f64) -> bool {
+        let few_given_up =
+            round.censored as f64 <= self.settings.censored_share * round.samples as f64;
+        few_given_up && clean_hold(round).is_some_and(|clean| clean < FASTER * baseline)
     }
 
     /// A probe round ended (pooled with the one before it at the same cut,

@@ -1164,7 +1164,7 @@ fn a_refresh_probe_that_straddles_a_speed_up_keeps_the_knee_and_learns_the_new_b
     // under a cut while hold times fell found a faster service, not the
     // knee. Here the service's 8 slots go from 20 ms to 10 ms one interval
     // into the refresh's probe at 6: the knee believed never falls below 7.6
-    // (before the guard: to 6.0, and 7.5 four seconds on), and the faster
+    // (without the guard: to 6.4, and 7.84 four seconds on), and the faster
     // service's own probe learns its baseline within the 40 intervals.
     let (_, estimator) = after_a_speed_up_at_a_refresh_probe(10, 1);
     assert!(
@@ -1179,11 +1179,12 @@ fn a_speed_up_at_a_refresh_probe_from_the_headrooms_top_does_not_raise_the_limit
     // From 9.6 (the knee of 8 and a fifth of headroom) a service whose slots
     // go from 20 ms to 12 ms holds its permits 15 ms: exactly three quarters
     // of the old baseline, where no `Faster` signal fires, and the delivery
-    // rule, held to the old baseline, would take the limit to 8 slots' 667
-    // a second times 20 ms and the headroom, 14 or more, with a queue inside.
-    // The probe that read the speed-up goes back no higher than the knee's
-    // floor, where the faster hold times do call for a probe: the limit stays
-    // within 10, and the baseline of 12 ms is learned.
+    // rule, held to the old baseline, raises the limit over the knee with a
+    // queue inside (going back to 9.6: to 17 of 8 slots within the 40
+    // intervals, the baseline left at 17.5 ms; without the guard the knee
+    // believed fell to 6.5). The probe that read the speed-up goes back no
+    // higher than the knee's floor, where the faster hold times do call for a
+    // probe: the limit stays within 10, and the baseline of 12 ms is learned.
     let (highest_limit, estimator) = after_a_speed_up_at_a_refresh_probe(12, 0);
     assert!(
         highest_limit <= 10,
