@@ -1991,7 +1991,8 @@ fn explore_capacity_drop_over_48_seeds() {
             model.run(100);
             model.trace.clear();
             model.slowdown = 300;
-            let _debug_lines = (traced == Some(seed) && !pinned).then(|| {
+            let tracing_this_seed = traced == Some(seed) && !pinned;
+            let _debug_lines = tracing_this_seed.then(|| {
                 let lines = tracing_subscriber::fmt()
                     .with_max_level(tracing::Level::DEBUG)
                     .with_ansi(false)
@@ -2012,7 +2013,7 @@ fn explore_capacity_drop_over_48_seeds() {
                     first = knee;
                 }
             }
-            if traced == Some(seed) && !pinned {
+            if tracing_this_seed {
                 eprintln!(
                     "seed {seed}: first knee {first:?}, limits {:?}",
                     model.trace
