@@ -87,6 +87,14 @@
 //!   and one just above it means both stood below the knee, which lies at
 //!   the ceiling or higher: that replaces the belief, and the next refresh
 //!   comes soon to look further.
+//! - A deeper cut whose round goes unfed in an overload (at a few slots of
+//!   a slow service the door, refusing callers who will not wait for the
+//!   work, lets its queue run dry now and then) still measures hold times.
+//!   About as long as at the cut above, they say nothing queued inside
+//!   there: that cut held the throughput on a queue that was not there,
+//!   against one read low (while the service slowed, with callers hanging
+//!   up on work that went on). They are the clean baseline, and the limit
+//!   goes back to the knee believed.
 //!
 //! One probe's knee is off by a tenth or more, and now and then by a third
 //! (a patch of short jobs reads the knee and the baseline low together), so
@@ -359,6 +367,15 @@ const SATURATED_FOR: u64 = 500_000_000;
 /// burst at 90% load leaves gaps.
 const SATURATED_SHARE: f64 = 0.98;
 
+/// Permits held at a descent's cut no longer than this many times as long
+/// as at the deeper cut below it say that nothing queued inside at the cut
+/// (see [`Estimator::no_queue_where_it_held`]). Two rounds of some 64
+/// exponential hold times differ by a tenth or more now and then by chance
+/// (in the estimator's model's capacity drop, 67.0 ms at 4 slots of 8
+/// against 60.2 at 2); work queued inside at twice the knee holds twice as
+/// long, and at a third above it, a third longer.
+const NO_QUEUE_INSIDE: f64 = 1.25;
+
 /// Where the algorithm stands.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Phase {
@@ -375,6 +392,8 @@ enum Phase {
     /// overload, and is being measured again (a descent's only, not a
     /// refresh's). `sped_up`: the last round at this cut read a faster
     /// service, and is being measured again (see [`SPED_UP`]).
+    /// `held_hold`: deeper in a descent, the clean hold time of the round
+    /// at `cut_from` that held the throughput.
     Probing {
         probe: Probe,
         from: f64,
@@ -382,6 +401,7 @@ enum Phase {
         first_round: Option<(Throughput, f64)>,
         starved: bool,
         sped_up: bool,
+        held_hold: Option<f64>,
     },
     /// A refresh first raises the limit for a round, so that the
     /// throughput its probe is held against is measured above the knee even
@@ -715,6 +735,7 @@ impl Estimator {
             first_round,
             starved,
             sped_up,
+            held_hold,
         } = self.phase
         {
             if !fed {
@@ -724,8 +745,21 @@ impl Estimator {
                     overloaded = round.overloaded,
                     handed_off = round.handed_off,
                     released = round.released,
+                    clean_hold_ms = clean_hold(round).map(|hold| hold / 1e6),
                     "adaptive limit: a probe round was not fed"
                 );
+                // Unfed for want of callers willing to wait, the round still
+                // measured how long the service holds its permits: deeper in
+                // a descent, that may say the cut above held on a queue that
+                // was not there, and measuring it again would only keep the
+                // limit at a few slots for seconds more.
+                let no_queue_above =
+                    |hold: &f64| held_hold.is_some_and(|held| held <= NO_QUEUE_INSIDE * hold);
+                if let Some(hold) =
+                    clean_hold(round).filter(|hold| round.overloaded && no_queue_above(hold))
+                {
+                    return self.no_queue_where_it_held(hold, from, cut_from);
+                }
                 if round.overloaded && !starved && probe.cause == Cause::Evidence {
                     // The door's refusals, not a lack of callers, emptied
                     // its queue: a cut builds a queue at the door, and the
@@ -1180,6 +1214,64 @@ impl Estimator {
         true
     }
 
+    /// A descent's deeper cut went unfed in an overload (the door
+    /// refuses callers who will not wait for the work, and at a few slots of
+    /// a slow service its queue runs dry now and then), but its permits
+    /// were held about as long as at the cut above it, whose round held the
+    /// throughput (no more than [`NO_QUEUE_INSIDE`] times as long): nothing
+    /// queued inside there, and the knee lies no lower. That round "held"
+    /// against a throughput that read low: one that straddled a slowdown,
+    /// whose callers hung up on work that went on. What the probe did
+    /// measure is the service's hold time, `hold`: it becomes the clean
+    /// baseline, and the limit goes back to the knee believed, or to where
+    /// the probe began when none is (there, held to the new baseline, hold
+    /// times tell whether work queues inside, and a probe that cuts by half
+    /// follows if it does).
+    ///
+    /// In the estimator's model's capacity drop, a probe from 16 held at 4
+    /// (61.8 permits a second in 64.6 ms, against 78.3 read while the
+    /// service slowed, for the 133 it delivers at 8), went unfed at 2, and
+    /// was abandoned back to 4 with nothing learnt. There hold times read
+    /// inflated against the old baseline (or no clean one was measured yet),
+    /// and the next probe cut to 2 again, for the rest of the drop: 0.28 to
+    /// 0.40 of the slowed capacity served at 5 of its 48 seeds (0.73 to
+    /// 0.82 since; no seed served less).
+    fn no_queue_where_it_held(&mut self, hold: f64, from: f64, cut_from: f64) -> bool {
+        let knee = self.knee.or(self.last_knee);
+        tracing::debug!(
+            hold_ms = hold / 1e6,
+            ?knee,
+            cut_from,
+            "adaptive limit: an unfed cut's hold times say nothing queued where the probe held"
+        );
+        match self.baseline.filter(|_| self.clean) {
+            Some(baseline) if consistent(baseline, hold) => self.baselines.push(hold),
+            _ => self.baselines.restart(hold),
+        }
+        self.baseline = Some(self.baselines.trimmed_mean().unwrap_or(hold));
+        self.clean = true;
+        self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
+        let back_to = match knee {
+            Some(knee) => {
+                self.knee = Some(knee);
+                self.last_knee = None;
+                self.delivery = Some(knee * 1e9 / hold);
+                self.headroom = self.settings.headroom.0;
+                knee_floor(knee, self.settings.headroom.0).clamp(cut_from, from.max(cut_from))
+            }
+            None => {
+                // The delivery rule's rate was measured at the old speed:
+                // held to the new baseline, it reads the concurrency the
+                // service runs times the slowdown (in the estimator's
+                // model, 350 permits a second held to 76.8 ms made a limit
+                // of 27 on 8 slots).
+                self.delivery = None;
+                from.max(cut_from)
+            }
+        };
+        self.abandon_probe(back_to)
+    }
+
     /// Callers abandon permits (or deadlines cut them): their hold times
     /// are lower bounds and their work may go on downstream, so they are
     /// a congestion signal, never fast successes. Cut the limit by half the
@@ -1468,6 +1560,7 @@ impl Estimator {
             first_round: None,
             starved: false,
             sped_up: false,
+            held_hold: None,
         };
         self.probes += 1;
         // The next probe to learn needs an overload seen after this one.
@@ -1584,11 +1677,15 @@ impl Estimator {
             // interactive traffic beside the batch. A cut guided by the
             // baseline would go far too low when the baseline is stale
             // because the service slowed down.
-            return self.cut_for_probe(Probe {
+            let cut = self.cut_for_probe(Probe {
                 before: saturated,
                 divisor: probe.divisor.min(self.probe_divisor()),
                 ..probe
             });
+            if let Phase::Probing { held_hold, .. } = &mut self.phase {
+                *held_hold = Some(hold);
+            }
+            return cut;
         }
         // Little's law at the probe, which stood at or below the knee with
         // the service kept full (throughput fell, or held with nothing
@@ -1672,9 +1769,7 @@ impl Estimator {
         // does not agree with the belief gets a second opinion soon: if the
         // service did change, the next ones agree with it, and the belief
         // follows.
-        let agrees = |old: Option<f64>, new: f64| {
-            old.is_some_and(|old| (CONSISTENT.0..CONSISTENT.1).contains(&(new / old)))
-        };
+        let agrees = |old: Option<f64>, new: f64| old.is_some_and(|old| consistent(old, new));
         self.knees.push(knee);
         let new_knee = self.knees.trimmed_mean().unwrap_or(knee);
         self.knee = Some(new_knee);
@@ -1710,6 +1805,12 @@ impl Estimator {
 /// where a limit of 2 costs a little latency.
 fn knee_floor(knee: f64, headroom: f64) -> f64 {
     (knee * (1.0 + headroom)).max((knee - KNEE_SLACK).ceil())
+}
+
+/// Whether a `new` knee (or baseline) reading agrees with the `old` belief
+/// (see [`CONSISTENT`]).
+fn consistent(old: f64, new: f64) -> bool {
+    (CONSISTENT.0..CONSISTENT.1).contains(&(new / old))
 }
 
 /// The mean hold time of a round whose permits stood below the knee (a

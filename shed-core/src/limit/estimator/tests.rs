@@ -837,9 +837,139 @@ fn a_descent_abandoned_deeper_down_goes_back_to_the_last_cut_that_held() {
     });
     feed_until(&mut estimator, slots_kept_full(2, true), probing);
     assert_eq!(estimator.limit(), 4);
-    feed_until(&mut estimator, slots_kept_full(2, true), |e| e.limit() == 2);
+    // At 4, two permits wait inside for the two slots: each is held 40 ms.
+    let queued_inside = IntervalSamples {
+        hold: 10 * 40 * MS,
+        completed_hold: 10 * 40 * MS,
+        ..slots_kept_full(2, true)
+    };
+    feed_until(&mut estimator, queued_inside, |e| e.limit() == 2);
     feed_until(&mut estimator, starved(2), |e| !probing(e));
     assert_eq!(estimator.limit(), 4, "{:?}", estimator.beliefs());
+}
+
+/// `slots` of 8 kept busy with permits of 60 ms, at `limit` (the others
+/// run work whose callers hung up, when `slots` is under 8): the permits
+/// that wait inside for a slot are held as much longer. Each slot gives
+/// back 5 permits in 3 intervals, so the intervals come in threes.
+fn slowed_to_60_ms(slots: u64, limit: u32) -> [IntervalSamples; 3] {
+    let held = 60 * MS * u64::from(limit).max(slots) / slots;
+    let of = |released: u64| IntervalSamples {
+        hold: released * held,
+        completed_hold: released * held,
+        ..kept_fed(released, 0, 0, true)
+    };
+    let (two, one) = (of(2 * slots), of(slots));
+    [two, one, two]
+}
+
+/// What a descent makes of a slowdown to 60 ms a permit on 8 slots, from
+/// `estimator` (hold times of 20 ms believed, at a limit of 8 or more):
+/// half the slots run work whose callers hung up until the probe's first
+/// cut, so the throughput the probe is held against reads half what the
+/// service delivers, and at 2 slots the door's queue runs dry now and then
+/// (85% of the released slots find a waiter).
+struct DescentUnfedAt2 {
+    /// Intervals from the probe's first cut until it ended.
+    probe_lasted: usize,
+    /// The limit the probe ended at.
+    ended_at: u32,
+    /// The baseline believed then.
+    baseline: Option<Duration>,
+    /// In the 300 intervals after: the probes run, and the lowest limit
+    /// outside them.
+    probes_after: u64,
+    lowest_after: u32,
+    estimator: Estimator,
+}
+
+fn descent_unfed_at_2_after_a_slowdown(mut estimator: Estimator) -> DescentUnfedAt2 {
+    let probes_before = estimator.beliefs().probes;
+    let next = |estimator: &mut Estimator, interval: usize| {
+        let limit = estimator.limit();
+        let ghosts = estimator.beliefs().probes == probes_before;
+        let busy = if ghosts { 4 } else { 8 };
+        let full = slowed_to_60_ms(busy.min(u64::from(limit)), limit)[interval % 3];
+        let unfed = IntervalSamples {
+            handed_off: full.released * 85 / 100,
+            ..full
+        };
+        estimator.on_interval(if probing(estimator) && limit <= 2 {
+            unfed
+        } else {
+            full
+        });
+    };
+    let mut intervals = 0..;
+    for interval in intervals.by_ref() {
+        next(&mut estimator, interval);
+        if probing(&estimator) {
+            break;
+        }
+        assert!(interval < 100, "no probe: {:?}", estimator.beliefs());
+    }
+    let mut probe_lasted = 0;
+    for interval in intervals.by_ref() {
+        next(&mut estimator, interval);
+        probe_lasted += 1;
+        if !probing(&estimator) {
+            break;
+        }
+        assert!(probe_lasted < 600, "{:?}", estimator.beliefs());
+    }
+    let (ended_at, baseline) = (estimator.limit(), estimator.beliefs().baseline);
+    let probes = estimator.beliefs().probes;
+    let mut lowest_after = u32::MAX;
+    for interval in intervals.take(300) {
+        next(&mut estimator, interval);
+        if !probing(&estimator) {
+            lowest_after = lowest_after.min(estimator.limit());
+        }
+    }
+    DescentUnfedAt2 {
+        probe_lasted,
+        ended_at,
+        baseline,
+        probes_after: estimator.beliefs().probes - probes,
+        lowest_after,
+        estimator,
+    }
+}
+
+#[test]
+fn a_descent_unfed_at_its_deeper_cut_learns_the_new_hold_time_and_goes_back_to_the_knee() {
+    // The knee believed is 8. The cut to 4 holds the throughput read while
+    // ghosts ran (on a queue that is not there: permits held 60 ms), so the
+    // descent cuts to 2: unfed, with permits held 60 ms as at 4. That is
+    // the new baseline, and the limit goes back to the knee at once, within
+    // 40 intervals of the first cut, and stays. Abandoned back to 4 with
+    // nothing learnt, as such probes once were, hold times there read
+    // inflated against the 20 ms believed, and the next probe cut to 2
+    // again, for as long as the slowdown lasted.
+    let descent = descent_unfed_at_2_after_a_slowdown(knee_found_at_8());
+    assert!(descent.probe_lasted <= 40, "{}", descent.probe_lasted);
+    assert_eq!(descent.baseline, Some(Duration::from_millis(60)));
+    assert!(descent.ended_at >= 8, "{}", descent.ended_at);
+    assert!(descent.lowest_after >= 8, "{}", descent.lowest_after);
+    // A refresh or two, no more, and they find the knee again.
+    assert!(descent.probes_after <= 2, "{}", descent.probes_after);
+    let knee = descent.estimator.beliefs().knee.expect("a knee");
+    assert!((7.5..=8.5).contains(&knee), "{knee}");
+}
+
+#[test]
+fn with_no_knee_believed_such_a_descent_goes_back_to_where_it_began_and_probes_again() {
+    // Slow start at 16, its hold times of 20 ms pooled but no knee measured
+    // (no overload yet). After the unfed cut, back to 16, where permits held
+    // twice the new baseline call for a probe that halves the limit: at 8
+    // the throughput holds and the hold times are the baseline's, and the
+    // knee is read 8.
+    let descent = descent_unfed_at_2_after_a_slowdown(slow_start_at_16_on_8_slots());
+    assert_eq!(descent.baseline, Some(Duration::from_millis(60)));
+    assert_eq!(descent.ended_at, 16);
+    let knee = descent.estimator.beliefs().knee.expect("a knee");
+    assert!((7.5..=8.5).contains(&knee), "{knee}");
+    assert!(descent.lowest_after >= 8, "{}", descent.lowest_after);
 }
 
 #[test]
