@@ -94,7 +94,7 @@
 //!   there: that cut held the throughput on a queue that was not there,
 //!   against one read low (while the service slowed, with callers hanging
 //!   up on work that went on). They are the clean baseline, and the limit
-//!   goes back to the knee believed.
+//!   goes back to the knee believed (with none, to where the probe began).
 //!
 //! One probe's knee is off by a tenth or more, and now and then by a third
 //! (a patch of short jobs reads the knee and the baseline low together), so
@@ -367,9 +367,9 @@ const SATURATED_FOR: u64 = 500_000_000;
 /// burst at 90% load leaves gaps.
 const SATURATED_SHARE: f64 = 0.98;
 
-/// Permits held at a descent's cut no longer than this many times as long
-/// as at the deeper cut below it say that nothing queued inside at the cut
-/// (see [`Estimator::no_queue_where_it_held`]). Two rounds of some 64
+/// Permits held at a descent's cut no more than this many times as long as
+/// at the deeper cut below it (and the other way round) say that nothing
+/// queued inside at the cut (see [`Estimator::no_queue_where_it_held`]). Two rounds of some 64
 /// exponential hold times differ by a tenth or more now and then by chance
 /// (in the estimator's model's capacity drop, 67.0 ms at 4 slots of 8
 /// against 60.2 at 2); work queued inside at twice the knee holds twice as
@@ -392,7 +392,7 @@ enum Phase {
     /// overload, and is being measured again (a descent's only, not a
     /// refresh's). `sped_up`: the last round at this cut read a faster
     /// service, and is being measured again (see [`SPED_UP`]).
-    /// `held_hold`: deeper in a descent, the clean hold time of the round
+    /// `hold_above`: deeper in a descent, the clean hold time of the round
     /// at `cut_from` that held the throughput.
     Probing {
         probe: Probe,
@@ -401,7 +401,7 @@ enum Phase {
         first_round: Option<(Throughput, f64)>,
         starved: bool,
         sped_up: bool,
-        held_hold: Option<f64>,
+        hold_above: Option<f64>,
     },
     /// A refresh first raises the limit for a round, so that the
     /// throughput its probe is held against is measured above the knee even
@@ -735,7 +735,7 @@ impl Estimator {
             first_round,
             starved,
             sped_up,
-            held_hold,
+            hold_above,
         } = self.phase
         {
             if !fed {
@@ -752,13 +752,13 @@ impl Estimator {
                 // measured how long the service holds its permits: deeper in
                 // a descent, that may say the cut above held on a queue that
                 // was not there, and measuring it again would only keep the
-                // limit at a few slots for seconds more.
-                let no_queue_above =
-                    |hold: &f64| held_hold.is_some_and(|held| held <= NO_QUEUE_INSIDE * hold);
-                if let Some(hold) =
-                    clean_hold(round).filter(|hold| round.overloaded && no_queue_above(hold))
-                {
-                    return self.no_queue_where_it_held(hold, from, cut_from);
+                // limit at a few slots for seconds more. (A refresh's probe
+                // learns no baseline on its own: see `believe`.)
+                if let (Some(above), Some(hold)) = (hold_above, clean_hold(round)) {
+                    let evidence = round.overloaded && probe.cause == Cause::Evidence;
+                    if evidence && about_as_long(above, hold) {
+                        return self.no_queue_where_it_held(hold, from, cut_from);
+                    }
                 }
                 if round.overloaded && !starved && probe.cause == Cause::Evidence {
                     // The door's refusals, not a lack of callers, emptied
@@ -1248,25 +1248,25 @@ impl Estimator {
             Some(baseline) if consistent(baseline, hold) => self.baselines.push(hold),
             _ => self.baselines.restart(hold),
         }
-        self.baseline = Some(self.baselines.trimmed_mean().unwrap_or(hold));
+        let baseline = self.baselines.trimmed_mean().unwrap_or(hold);
+        self.baseline = Some(baseline);
         self.clean = true;
         self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
         let back_to = match knee {
             Some(knee) => {
                 self.knee = Some(knee);
                 self.last_knee = None;
-                self.delivery = Some(knee * 1e9 / hold);
+                self.delivery = Some(knee * 1e9 / baseline);
                 self.headroom = self.settings.headroom.0;
-                knee_floor(knee, self.settings.headroom.0).clamp(cut_from, from.max(cut_from))
+                knee_floor(knee, self.settings.headroom.0)
             }
             None => {
                 // The delivery rule's rate was measured at the old speed:
-                // held to the new baseline, it reads the concurrency the
-                // service runs times the slowdown (in the estimator's
-                // model, 350 permits a second held to 76.8 ms made a limit
-                // of 27 on 8 slots).
+                // held to the new baseline, it would read the concurrency
+                // the service runs times the slowdown, in the first round
+                // at `from` whose hold times did not read inflated.
                 self.delivery = None;
-                from.max(cut_from)
+                from
             }
         };
         self.abandon_probe(back_to)
@@ -1560,7 +1560,7 @@ impl Estimator {
             first_round: None,
             starved: false,
             sped_up: false,
-            held_hold: None,
+            hold_above: None,
         };
         self.probes += 1;
         // The next probe to learn needs an overload seen after this one.
@@ -1682,8 +1682,8 @@ impl Estimator {
                 divisor: probe.divisor.min(self.probe_divisor()),
                 ..probe
             });
-            if let Phase::Probing { held_hold, .. } = &mut self.phase {
-                *held_hold = Some(hold);
+            if let Phase::Probing { hold_above, .. } = &mut self.phase {
+                *hold_above = Some(hold);
             }
             return cut;
         }
@@ -1805,6 +1805,12 @@ impl Estimator {
 /// where a limit of 2 costs a little latency.
 fn knee_floor(knee: f64, headroom: f64) -> f64 {
     (knee * (1.0 + headroom)).max((knee - KNEE_SLACK).ceil())
+}
+
+/// Whether hold times `a` and `b` differ by no more than [`NO_QUEUE_INSIDE`]
+/// times, either way.
+fn about_as_long(a: f64, b: f64) -> bool {
+    a <= NO_QUEUE_INSIDE * b && b <= NO_QUEUE_INSIDE * a
 }
 
 /// Whether a `new` knee (or baseline) reading agrees with the `old` belief
