@@ -369,11 +369,11 @@ const SATURATED_SHARE: f64 = 0.98;
 
 /// Permits held at a descent's cut no more than this many times as long as
 /// at the deeper cut below it (and the other way round) say that nothing
-/// queued inside at the cut (see [`Estimator::no_queue_where_it_held`]). Two rounds of some 64
-/// exponential hold times differ by a tenth or more now and then by chance
-/// (in the estimator's model's capacity drop, 67.0 ms at 4 slots of 8
-/// against 60.2 at 2); work queued inside at twice the knee holds twice as
-/// long, and at a third above it, a third longer.
+/// queued inside at the cut (see [`Estimator::no_queue_where_it_held`]).
+/// Two rounds of some 64 exponential hold times differ by a tenth or more
+/// now and then by chance (in the estimator's model's capacity drop, 67.0
+/// ms at 4 slots of 8 against 60.2 at 2); work queued inside at twice the
+/// knee holds twice as long, and at a third above it, a third longer.
 const NO_QUEUE_INSIDE: f64 = 1.25;
 
 /// Where the algorithm stands.
@@ -755,9 +755,11 @@ impl Estimator {
                 // limit at a few slots for seconds more. (A refresh's probe
                 // learns no baseline on its own: see `believe`.)
                 if let (Some(above), Some(hold)) = (hold_above, clean_hold(round)) {
-                    let evidence = round.overloaded && probe.cause == Cause::Evidence;
-                    if evidence && about_as_long(above, hold) {
-                        return self.no_queue_where_it_held(hold, from, cut_from);
+                    if round.overloaded
+                        && probe.cause == Cause::Evidence
+                        && about_as_long(above, hold)
+                    {
+                        return self.no_queue_where_it_held(hold, from);
                     }
                 }
                 if round.overloaded && !starved && probe.cause == Cause::Evidence {
@@ -1236,38 +1238,31 @@ impl Estimator {
     /// and the next probe cut to 2 again, for the rest of the drop: 0.28 to
     /// 0.40 of the slowed capacity served at 5 of its 48 seeds (0.73 to
     /// 0.82 since; no seed served less).
-    fn no_queue_where_it_held(&mut self, hold: f64, from: f64, cut_from: f64) -> bool {
+    fn no_queue_where_it_held(&mut self, hold: f64, from: f64) -> bool {
         let knee = self.knee.or(self.last_knee);
         tracing::debug!(
             hold_ms = hold / 1e6,
             ?knee,
-            cut_from,
             "adaptive limit: an unfed cut's hold times say nothing queued where the probe held"
         );
-        match self.baseline.filter(|_| self.clean) {
-            Some(baseline) if consistent(baseline, hold) => self.baselines.push(hold),
-            _ => self.baselines.restart(hold),
-        }
-        let baseline = self.baselines.trimmed_mean().unwrap_or(hold);
-        self.baseline = Some(baseline);
-        self.clean = true;
+        self.believe_baseline(Cause::Evidence, hold);
         self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
+        // The saturated throughput that goes with the knee and the new
+        // baseline. With no knee, the delivery rule's rate, measured at the
+        // old speed, would read the concurrency the service runs times the
+        // slowdown in the first round at `from` whose hold times did not
+        // read inflated: it starts again from the next fed round.
+        self.delivery = knee
+            .zip(self.baseline)
+            .and_then(|(knee, baseline)| littles_rate(knee, baseline));
         let back_to = match knee {
             Some(knee) => {
                 self.knee = Some(knee);
                 self.last_knee = None;
-                self.delivery = Some(knee * 1e9 / baseline);
                 self.headroom = self.settings.headroom.0;
                 knee_floor(knee, self.settings.headroom.0)
             }
-            None => {
-                // The delivery rule's rate was measured at the old speed:
-                // held to the new baseline, it would read the concurrency
-                // the service runs times the slowdown, in the first round
-                // at `from` whose hold times did not read inflated.
-                self.delivery = None;
-                from
-            }
+            None => from,
         };
         self.abandon_probe(back_to)
     }
@@ -1728,11 +1723,7 @@ impl Estimator {
         // The saturated throughput that goes with them (Little's law): the
         // one measured before the probe may have straddled a slowdown.
         let baseline = self.baseline.unwrap_or(hold);
-        self.delivery = Some(if baseline > 0.0 {
-            new_knee * 1e9 / baseline
-        } else {
-            before
-        });
+        self.delivery = Some(littles_rate(new_knee, baseline).unwrap_or(before));
         tracing::debug!(
             knee,
             hold_ms = hold / 1e6,
@@ -1761,7 +1752,7 @@ impl Estimator {
     /// Takes a knee and a clean baseline measured by a probe (or a raised
     /// round) into what is believed; returns the knee now believed.
     fn believe(&mut self, cause: Cause, knee: f64, hold: f64) -> f64 {
-        let (baseline, old_knee) = (self.baseline.filter(|_| self.clean), self.knee);
+        let old_knee = self.knee;
         // One probe's knee is off by a sixth or more, and now and then by a
         // third (its throughput held against rounds that happened to be
         // slow): the belief is the mean of the last five, less the highest
@@ -1769,25 +1760,34 @@ impl Estimator {
         // does not agree with the belief gets a second opinion soon: if the
         // service did change, the next ones agree with it, and the belief
         // follows.
-        let agrees = |old: Option<f64>, new: f64| old.is_some_and(|old| consistent(old, new));
         self.knees.push(knee);
         let new_knee = self.knees.trimmed_mean().unwrap_or(knee);
         self.knee = Some(new_knee);
-        // The baseline is judged on its own: a service three times slower
-        // keeps its knee, not its hold times. One that changed that much,
-        // measured after evidence of a change, replaces what was believed.
-        if baseline.is_none() || (!agrees(baseline, hold) && cause == Cause::Evidence) {
+        let knee_agrees = old_knee.is_some_and(|old| consistent(old, knee));
+        let baseline_agrees = self.believe_baseline(cause, hold);
+        if !knee_agrees || !baseline_agrees {
+            self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
+        }
+        self.last_knee = None;
+        new_knee
+    }
+
+    /// Takes a clean baseline measured by a probe into what is believed;
+    /// returns whether it agreed with the clean one believed before. The
+    /// baseline is judged on its own: a service three times slower keeps its
+    /// knee, not its hold times. One that changed that much, measured after
+    /// evidence of a change, replaces what was believed.
+    fn believe_baseline(&mut self, cause: Cause, hold: f64) -> bool {
+        let baseline = self.baseline.filter(|_| self.clean);
+        let agrees = baseline.is_some_and(|baseline| consistent(baseline, hold));
+        if baseline.is_none() || (!agrees && cause == Cause::Evidence) {
             self.baselines.restart(hold);
         } else {
             self.baselines.push(hold);
         }
         self.baseline = Some(self.baselines.trimmed_mean().unwrap_or(hold));
-        if !agrees(old_knee, knee) || !agrees(baseline, hold) {
-            self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
-        }
-        self.last_knee = None;
         self.clean = true;
-        new_knee
+        agrees
     }
 
     /// Starts a new round for a new limit, once its epoch has settled.
@@ -1805,6 +1805,12 @@ impl Estimator {
 /// where a limit of 2 costs a little latency.
 fn knee_floor(knee: f64, headroom: f64) -> f64 {
     (knee * (1.0 + headroom)).max((knee - KNEE_SLACK).ceil())
+}
+
+/// Little's law: the permits a second that `concurrency` permits held
+/// `hold` nanoseconds each deliver (none for a zero hold time).
+fn littles_rate(concurrency: f64, hold: f64) -> Option<f64> {
+    (hold > 0.0).then(|| concurrency * 1e9 / hold)
 }
 
 /// Whether hold times `a` and `b` differ by no more than [`NO_QUEUE_INSIDE`]
