@@ -100,6 +100,9 @@
 //! (a patch of short jobs reads the knee and the baseline low together), so
 //! the belief is the mean of the last five readings less the highest and
 //! the lowest, and a reading that disagrees with it calls for another soon.
+//! While the belief rests on one reading, the limit keeps a margin above
+//! it (see [`ONE_READING_MARGIN`]): one reading is more often low than high,
+//! and below the knee a slot costs throughput, above it a little latency.
 //! Baseline and knee are judged apart: a service three times slower keeps
 //! its knee, and its new baseline, found after evidence of a change,
 //! replaces the old readings at once.
@@ -232,6 +235,17 @@ const SLOW_START_MAX: u32 = 8;
 /// one-core service (a knee of 1, read as 0.9 to 1.1) given a second slot
 /// runs both requests at half speed, doubling its latency for nothing.
 const KNEE_SLACK: f64 = 0.15;
+/// Headroom the knee's floor keeps, over the low bound, while the knee
+/// believed rests on one probe's reading. One reading is off by a tenth or
+/// more, and more often low than high: the throughput it is held against
+/// is the load's when the load only just holds the service full, and a
+/// service whose work slows as more of it runs at once (the lab's sleeps)
+/// holds permits for less at the probe's cut than at the knee. In the
+/// lab's steady 1x scenario slow start's exit probe read 6.35 to 7.67 for
+/// a knee of 8 in every full run, and the limit stood a slot low (an
+/// eighth of the throughput) until the next reading, 2 s later. Below the
+/// knee a slot costs throughput; above it, a little latency.
+const ONE_READING_MARGIN: f64 = 0.12;
 /// How many times a back-off's cut may double while back-offs come in a
 /// row (it is capped at half the limit anyway).
 const MAX_BACK_OFF_DOUBLINGS: u32 = 4;
@@ -835,10 +849,9 @@ impl Estimator {
                 // thresholds, and the delivery rule, held to the old
                 // baseline, would raise the limit over the knee (the test
                 // a_speed_up_at_a_refresh_probe_from_the_headrooms_top_...).
-                let low = self.settings.headroom.0;
                 let back_to = self
                     .knee
-                    .map_or(from, |knee| from.min(knee_floor(knee, low)));
+                    .map_or(from, |knee| from.min(self.knee_floor(knee)));
                 return self.abandon_probe(back_to);
             }
             if let Phase::Probing { sped_up, .. } = &mut self.phase {
@@ -1115,7 +1128,7 @@ impl Estimator {
             return true;
         }
         let target = delivery * baseline / 1e9 * (1.0 + self.headroom);
-        self.limit = target.max(self.knee.map_or(0.0, |knee| knee_floor(knee, low)));
+        self.limit = target.max(self.knee.map_or(0.0, |knee| self.knee_floor(knee)));
         false
     }
 
@@ -1260,7 +1273,7 @@ impl Estimator {
                 self.knee = Some(knee);
                 self.last_knee = None;
                 self.headroom = self.settings.headroom.0;
-                knee_floor(knee, self.settings.headroom.0)
+                self.knee_floor(knee)
             }
             None => from,
         };
@@ -1449,7 +1462,7 @@ impl Estimator {
             // that read more by chance (one in twenty, from a floor a slot
             // above the knee) kept the raised limit, a third over the knee,
             // until the next probe.
-            self.limit = knee_floor(believed, self.settings.headroom.0).max(from);
+            self.limit = self.knee_floor(believed).max(from);
             self.restart_round();
             return true;
         }
@@ -1505,7 +1518,7 @@ impl Estimator {
     fn can_compare(&self, at_limit: &Pooled) -> bool {
         let from = at_limit.mean_limit();
         let at_floor = self.knee.is_some_and(|knee| {
-            let floor = to_limit(knee_floor(knee, self.settings.headroom.0), &self.settings);
+            let floor = to_limit(self.knee_floor(knee), &self.settings);
             from < f64::from(floor) + 0.5
         });
         at_floor
@@ -1732,7 +1745,7 @@ impl Estimator {
             ?cause,
             "adaptive limit: a probe measured the knee"
         );
-        let floor = knee_floor(new_knee, self.settings.headroom.0);
+        let floor = self.knee_floor(new_knee);
         self.limit = match (cause, self.phase, old_knee) {
             // A refresh only refines the knee: the limit goes back to where
             // it stood, moved as much as the knee moved.
@@ -1790,6 +1803,18 @@ impl Estimator {
         agrees
     }
 
+    /// The least limit for a knee believed: [`floor_above`] it with the low
+    /// headroom, and [`ONE_READING_MARGIN`] more while the belief rests on
+    /// one reading.
+    fn knee_floor(&self, knee: f64) -> f64 {
+        let margin = if self.knees.len() > 1 {
+            0.0
+        } else {
+            ONE_READING_MARGIN
+        };
+        floor_above(knee, self.settings.headroom.0 + margin)
+    }
+
     /// Starts a new round for a new limit, once its epoch has settled.
     fn restart_round(&mut self) {
         self.round = IntervalSamples::default();
@@ -1803,7 +1828,7 @@ impl Estimator {
 /// rounded to the nearest can fall below it: a knee of 1.2 (one core with a
 /// little I/O) kept at a limit of 1 leaves a sixth of the throughput unused,
 /// where a limit of 2 costs a little latency.
-fn knee_floor(knee: f64, headroom: f64) -> f64 {
+fn floor_above(knee: f64, headroom: f64) -> f64 {
     (knee * (1.0 + headroom)).max((knee - KNEE_SLACK).ceil())
 }
 

@@ -36,6 +36,11 @@ impl Readings {
         *self = Readings::default();
     }
 
+    /// How many readings are kept.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The newest reading, if any.
     #[cfg(test)]
     pub(super) fn latest(&self) -> Option<f64> {
