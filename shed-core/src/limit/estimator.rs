@@ -235,8 +235,8 @@ const SLOW_START_MAX: u32 = 8;
 /// one-core service (a knee of 1, read as 0.9 to 1.1) given a second slot
 /// runs both requests at half speed, doubling its latency for nothing.
 const KNEE_SLACK: f64 = 0.15;
-/// Headroom the knee's floor keeps, over the low bound, while the knee
-/// believed rests on one probe's reading. One reading is off by a tenth or
+/// Headroom the knee's floor keeps over the low bound (and no higher than
+/// the high one) while the knee believed rests on one probe's reading. One reading is off by a tenth or
 /// more, and more often low than high: the throughput it is held against
 /// is the load's when the load only just holds the service full, and a
 /// service whose work slows as more of it runs at once (the lab's sleeps)
@@ -849,9 +849,12 @@ impl Estimator {
                 // thresholds, and the delivery rule, held to the old
                 // baseline, would raise the limit over the knee (the test
                 // a_speed_up_at_a_refresh_probe_from_the_headrooms_top_...).
+                // The low headroom alone: with one reading's margin the
+                // floor lies near the headroom's top (10 for a knee of 8.3).
+                let low = self.settings.headroom.0;
                 let back_to = self
                     .knee
-                    .map_or(from, |knee| from.min(self.knee_floor(knee)));
+                    .map_or(from, |knee| from.min(floor_above(knee, low)));
                 return self.abandon_probe(back_to);
             }
             if let Phase::Probing { sped_up, .. } = &mut self.phase {
@@ -1804,15 +1807,16 @@ impl Estimator {
     }
 
     /// The least limit for a knee believed: [`floor_above`] it with the low
-    /// headroom, and [`ONE_READING_MARGIN`] more while the belief rests on
-    /// one reading.
+    /// headroom, and [`ONE_READING_MARGIN`] more (within the headroom's
+    /// range) while the belief rests on one reading.
     fn knee_floor(&self, knee: f64) -> f64 {
+        let (low, high) = self.settings.headroom;
         let margin = if self.knees.len() > 1 {
             0.0
         } else {
-            ONE_READING_MARGIN
+            ONE_READING_MARGIN.min(high - low)
         };
-        floor_above(knee, self.settings.headroom.0 + margin)
+        floor_above(knee, low + margin)
     }
 
     /// Starts a new round for a new limit, once its epoch has settled.

@@ -232,10 +232,10 @@ impl AdaptiveLimit {
 
     /// The headroom kept above the knee, as a range the limit moves in: more
     /// while hold times stay flat, less while they inflate at peak
-    /// throughput. Default 6% to 20%; `0 <= low <= high <= 1`. Until the
-    /// knee has been read a second time, the limit keeps 12% more than
-    /// `low` above it: one probe's reading is off by a tenth or so, more
-    /// often low than high.
+    /// throughput. Default 6% to 20%; `0 <= low <= high <= 1`. While the
+    /// knee believed rests on one reading, the limit keeps 12 points more
+    /// than `low` above it (no more than `high`): one probe's reading is
+    /// off by a tenth or so, more often low than high.
     ///
     /// ```
     /// use shed_core::{AdaptiveLimit, Shedder};
