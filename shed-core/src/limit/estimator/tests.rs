@@ -1505,9 +1505,10 @@ fn a_refresh_corrects_a_knee_and_a_baseline_read_a_quarter_low() {
 fn a_knee_read_low_is_found_by_a_raised_round_without_overload_or_probe() {
     // The same low readings (6 slots for 8, 15 ms for 20), at a load that
     // keeps the door's queue standing but never overloads (1x): no probe
-    // may run, but the limit the knee's floor holds up delivers 6 slots'
-    // worth, and a raised round delivers 8: the limit goes up, within 20 s.
-    let mut estimator = knee_read_at_6_of_8();
+    // may run, but the limit the knee's floor holds up (7, with one
+    // reading's margin) delivers 7 slots' worth, and a raised round
+    // delivers 8: the limit goes up, within 20 s.
+    let mut estimator = knee_read_once_at(6.0);
     let probes = estimator.beliefs().probes;
     assert_eq!(estimator.limit(), 7);
     for _ in 0..200 {
@@ -1536,16 +1537,10 @@ fn door_drained_while_level_shed(released: u64) -> IntervalSamples {
     }
 }
 
-/// An estimator that believes a knee of 6 slots and a baseline of 15 ms on
-/// a service of 8 slots of 20 ms (one probe read both a quarter low), its
-/// limit at the knee's floor (7, with one reading's margin).
-fn knee_read_at_6_of_8() -> Estimator {
-    knee_read_once_at(6.0)
-}
-
 /// An estimator that believes a `knee` read once by a probe, and a baseline
-/// of 15 ms, on a service of 8 slots of 20 ms; its limit at the knee's
-/// floor (with one reading's margin: 7 for 6, 6 for 5.1).
+/// of 15 ms, on a service of 8 slots of 20 ms (at 6, the probe read both a
+/// quarter low); its limit at the knee's floor (with one reading's margin:
+/// 7 for 6, 6 for 5.1).
 fn knee_read_once_at(knee: f64) -> Estimator {
     let mut estimator = knee_found_at_8();
     estimator.knees.restart(knee);
@@ -1563,7 +1558,7 @@ fn knee_read_once_at(knee: f64) -> Estimator {
 /// sheds throughout, and when `every_other_drained`, the door's queue runs
 /// dry in every other round.
 fn intervals_until_a_knee_read_low_is_found(every_other_drained: bool) -> usize {
-    let mut estimator = knee_read_at_6_of_8();
+    let mut estimator = knee_read_once_at(6.0);
     let mut drained = false;
     for interval in 0..400 {
         let raising = matches!(estimator.phase, Phase::Raising { .. });
@@ -1621,8 +1616,8 @@ fn a_raised_round_that_drained_the_door_while_the_level_shed_is_measured_again()
     // knee here was read once at 5.1, whose floor (with one reading's
     // margin) keeps 6: a limit two slots low. One slot low (7, a knee of 6
     // read once), the raise's 6 capped intervals leave its second round
-    // 7% over the limit's delivery where it needs 10%, and raises do not
-    // find the eighth slot.
+    // 7% over the limit's delivery where it needs 10%, and raises did not
+    // find the eighth slot within 80 intervals.
     let mut estimator = knee_read_once_at(5.1);
     assert_eq!(estimator.limit(), 6);
     let probes = estimator.beliefs().probes;
@@ -1692,7 +1687,7 @@ fn a_raised_round_that_measured_only_the_level_twice_is_asked_again_within_60_in
     // to the end).
     // Asked again soon, once the level has relaxed, the raised round
     // reads the 8 slots the load asks for, within 60 intervals (6 s).
-    let mut estimator = knee_read_at_6_of_8();
+    let mut estimator = knee_read_once_at(6.0);
     let (mut raises, mut raising_before) = (0, false);
     for _ in 0..60 {
         let raising = matches!(estimator.phase, Phase::Raising { .. });
