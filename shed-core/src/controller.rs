@@ -448,6 +448,7 @@ impl Controller {
             elapsed,
             overloaded: overloaded && !idle,
             shedding: level != Level::NONE,
+            outrun: !idle && self.arriving.outruns_for_long(&self.completing),
         }
     }
 }
@@ -484,6 +485,11 @@ pub(crate) struct Closed {
     /// Whether the level in force during the interval shed some rank: the
     /// load that passed the door was less than the load offered.
     pub(crate) shedding: bool,
+    /// Whether the arrivals, the ones the level refused included, have
+    /// outrun the completions by a quarter or more over the last seconds
+    /// (see [`SUSTAINED_OUTRUN`](offered_load::SUSTAINED_OUTRUN)): an
+    /// overload that lasts, well beyond the service's capacity.
+    pub(crate) outrun: bool,
 }
 
 /// A rank's shortest wait and count of waits, carried over intervals until
@@ -605,6 +611,38 @@ mod tests {
         let closed = close(2 * config.interval);
         assert!(closed.shedding);
         assert!(!closed.overloaded, "nothing arrived: no standing queue");
+    }
+
+    #[test]
+    fn an_interval_closed_says_whether_arrivals_outran_completions_for_long() {
+        // The adaptive limit's refresh probe waits for it. Two seconds of
+        // intervals: 40 completions each, and 43 arrivals (1x, 7% refused
+        // by the level), then 52 (1.3x).
+        let config = crate::Shedder::builder().validate().expect("defaults");
+        let controller = Controller::new(&config);
+        let mut tallies = Tallies::default();
+        let mut close = |interval: u64, passed: u64, refused: u64| {
+            for _ in 0..passed {
+                controller.record_passed_level(Rank::ALL[0]);
+            }
+            tallies.refused_by_level += refused;
+            tallies.completed += 40;
+            let now = interval * config.interval;
+            let claim = controller.claim(now, true, &config).expect("a claim");
+            controller.update(&claim, now, 8, tallies, true, &config)
+        };
+        for interval in 1..=20 {
+            assert!(!close(interval, 40, 3).outrun, "interval {interval}");
+        }
+        let outrun: Vec<bool> = (21..=60)
+            .map(|interval| close(interval, 40, 12).outrun)
+            .collect();
+        let first = outrun.iter().position(|outrun| *outrun);
+        assert!(
+            first.is_some_and(|first| first > 2),
+            "not at once: {first:?}"
+        );
+        assert!(outrun[first.unwrap_or(0)..].iter().all(|outrun| *outrun));
     }
 
     #[test]

@@ -77,6 +77,16 @@ pub(crate) const OVERLOAD_QUEUE: u32 = 8;
 /// The most an overload's queue is stretched by ([`overload_stretch`]).
 const MAX_OVERLOAD_STRETCH: f64 = 8.0;
 
+/// By how many times the arrivals (the ones the level refused included)
+/// must outrun the completions, on the slow averages, for an overload to
+/// count as lasting and clear ([`OfferedLoad::outruns_for_long`]). At about
+/// 1x load the arrivals outrun the completions by what the door refuses:
+/// 6% to 9% more with the limit at the knee in the lab, about 15% more
+/// with it a slot below a knee of 8 (7 slots finish 7/8 of the capacity);
+/// in an overload of twice the capacity, twice as many. An adaptive
+/// limit's refresh probe waits for it (see `limit::estimator`).
+pub(crate) const SUSTAINED_OUTRUN: f64 = 1.25;
+
 /// The odds of an overload's queue standing full that its length allows
 /// ([`overload_stretch`]).
 const FULL_QUEUE_ODDS: f64 = 1.0 / 64.0;
@@ -147,6 +157,16 @@ impl OfferedLoad {
             return f64::NAN;
         }
         slow.max(fast)
+    }
+
+    /// Whether this rate has outrun `other`'s, on the slow averages (about
+    /// two seconds), by [`SUSTAINED_OUTRUN`] times or more: an overload
+    /// that lasts and clearly exceeds the service, not a burst, nor a load
+    /// at about its capacity (see [`SUSTAINED_OUTRUN`]). Where `other` is
+    /// zero, any rate outruns it.
+    pub(crate) fn outruns_for_long(&self, other: &OfferedLoad) -> bool {
+        let rate = self.slow.get();
+        rate > 0.0 && rate >= SUSTAINED_OUTRUN * other.slow.get()
     }
 
     /// Whether the offered load surely exceeds `drain` requests per second,
@@ -299,6 +319,23 @@ mod tests {
         let load = after(&intervals);
         assert!(!load.slow.outpaces(380.0, 700.0, INTERVAL));
         assert!(load.outpaces(380.0, 700.0, INTERVAL));
+    }
+
+    #[test]
+    fn arrivals_outrun_completions_for_long_from_a_quarter_more_over_seconds() {
+        // At 1x: 38.3 arriving an interval, 35.6 completing (7% refused).
+        let (arriving, completing) = (after(&[38; 60]), after(&[36; 60]));
+        assert!(!arriving.outruns_for_long(&completing));
+        let (arriving, completing) = (after(&[45; 60]), after(&[36; 60]));
+        assert!(arriving.outruns_for_long(&completing), "a quarter more");
+        // A burst of three intervals at twice the completions is not long.
+        let arriving = after(&[[36; 57].as_slice(), &[72; 3]].concat());
+        assert!(!arriving.outruns_for_long(&completing));
+        assert!(
+            after(&[1]).outruns_for_long(&after(&[0])),
+            "nothing completes"
+        );
+        assert!(!after(&[0]).outruns_for_long(&after(&[0])));
     }
 
     #[test]

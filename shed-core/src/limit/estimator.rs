@@ -122,7 +122,11 @@
 //! with the rounds at that limit.) Its probe then cuts a third below where
 //! the limit stood (the knee is roughly known: a shallow cut reads it as
 //! well and costs less), its answer is taken in, and the limit goes back
-//! where it stood, moved as much as the knee moved.
+//! where it stood, moved as much as the knee moved. The probe runs only
+//! in an overload that lasts and clearly exceeds the service (arrivals a
+//! quarter over completions for seconds, besides the service held full):
+//! near 1x load, a cut builds a queue that a service at its capacity never
+//! works off, and the door refuses it.
 //!
 //! The raised round also tells, by itself, whether a limit the knee's
 //! floor holds up stands below the knee: if it delivers clearly more than
@@ -376,6 +380,9 @@ const SIGNAL_ROUNDS: u32 = 2;
 /// not rare enough (a burst of 8 slots at 90% load takes about a second to
 /// relax), so the rounds must also have seen the controller find the load
 /// outpacing the service (overload), which at 90% load it rarely does.
+/// At 1x it does now and then, which is enough for slow start's exit (its
+/// limit stands at twice the knee or more, a queue inside) but not for a
+/// refresh: see the `outrun` gate in `Estimator::decide`.
 const SATURATED_FOR: u64 = 500_000_000;
 /// The share of released permits handed straight to a waiter in each of
 /// those rounds: under overload the door's queue never empties, while a
@@ -1108,12 +1115,22 @@ impl Estimator {
             // The first refresh comes soon, measuring the knee again (see
             // knee_found); then they space out fourfold to
             // `refresh_rounds`: after two probes that agree the knee is
-            // known to a few percent, and each refresh halves the
-            // throughput for a round. Its probe waits until the load holds
-            // the service full; its raised round costs no throughput, and
-            // meanwhile goes on its own as often as refreshes would, to see
-            // whether the limit stands below the knee.
-            if saturated {
+            // known to a few percent, and each refresh's probe cuts the
+            // throughput by a third for a round. It waits until the load
+            // holds the service full, and has outrun it clearly for seconds
+            // (`outrun`: arrivals a quarter over completions). Near 1x a
+            // burst holds the service full and outpaces the drain now and
+            // then, and the probe's cut builds a queue that a service at
+            // its capacity never works off: the door refuses it (in the
+            // lab's 1x step, 351-355/s served in the three trials of six
+            // that had a refresh probe, 360-361/s in the others, for a
+            // capacity of 383/s), and the probe, held against the load's
+            // own rate, reads the knee low (8.00 to 7.08 in a full run).
+            // Its raised round costs no throughput, and goes on its own as
+            // often as refreshes would, to see whether the limit stands
+            // below the knee; hold times that inflate still call for a
+            // probe of their own.
+            if saturated && round.outrun {
                 self.refresh_after = self
                     .refresh_after
                     .saturating_mul(4)

@@ -96,6 +96,7 @@ impl Sampler {
             elapsed: closed.elapsed,
             overloaded: closed.overloaded,
             shedding: closed.shedding,
+            outrun: closed.outrun,
             blocked: take(&self.blocked),
             released: take(&self.released),
             released_censored: take(&self.released_censored),
@@ -118,6 +119,7 @@ mod tests {
             elapsed,
             overloaded: false,
             shedding: false,
+            outrun: false,
         }
     }
 

@@ -15,6 +15,10 @@ pub(crate) struct IntervalSamples {
     /// whatever the slots, so a round whose queue ran dry measured what
     /// the level let in, not what the load asks.
     pub(crate) shedding: bool,
+    /// Whether arrivals outran completions by a quarter or more over the
+    /// last seconds (see [`Closed`](crate::controller::Closed)); a round of
+    /// several intervals is when any of them did.
+    pub(crate) outrun: bool,
     /// Arrivals that found no free slot (the limit was binding).
     pub(crate) blocked: u64,
     /// Permits given back, whenever they were admitted.
@@ -51,6 +55,7 @@ impl IntervalSamples {
         self.elapsed = self.elapsed.saturating_add(other.elapsed);
         self.overloaded |= other.overloaded;
         self.shedding |= other.shedding;
+        self.outrun |= other.outrun;
         self.blocked = self.blocked.saturating_add(other.blocked);
         self.released = self.released.saturating_add(other.released);
         self.released_censored = (self.released_censored).saturating_add(other.released_censored);

@@ -11,6 +11,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::*;
+use crate::offered_load::SUSTAINED_OUTRUN;
 
 const MS: u64 = 1_000_000;
 const INTERVAL: u64 = 100 * MS;
@@ -82,6 +83,10 @@ struct Model {
     samples: IntervalSamples,
     /// Arrivals in the current interval.
     arrivals: u64,
+    /// Arrivals and completions an interval, averaged over about two
+    /// seconds (as the controller's slow averages are).
+    slow_arrivals: f64,
+    slow_completions: f64,
     random: u64,
     /// The limit after each interval.
     trace: Vec<u32>,
@@ -123,6 +128,8 @@ impl Model {
             hang_ups: BinaryHeap::new(),
             samples: IntervalSamples::default(),
             arrivals: 0,
+            slow_arrivals: 0.0,
+            slow_completions: 0.0,
             random: seed(),
             trace: Vec::new(),
             probing: Vec::new(),
@@ -321,6 +328,12 @@ impl Model {
         // gave back, by more than the noise of a 90% load.
         let arrivals = std::mem::take(&mut self.arrivals);
         samples.overloaded = arrivals as f64 > 1.1 * samples.released as f64;
+        // And whether arrivals outran completions by a quarter for long.
+        let completions = samples.released - samples.released_censored;
+        self.slow_arrivals = slow_average(self.slow_arrivals, arrivals);
+        self.slow_completions = slow_average(self.slow_completions, completions);
+        samples.outrun = self.slow_arrivals > 0.0
+            && self.slow_arrivals >= SUSTAINED_OUTRUN * self.slow_completions;
         if self.estimator.on_interval(samples) {
             self.epoch += 1;
         }
@@ -329,6 +342,17 @@ impl Model {
         self.probing
             .push(self.estimator.beliefs().phase == "probing");
         self.next_interval += INTERVAL;
+    }
+}
+
+/// An average of counts an interval over about two seconds of them, as
+/// the controller's slow averages: the first count as it is.
+fn slow_average(average: f64, count: u64) -> f64 {
+    let count = count as f64;
+    if average == 0.0 {
+        count
+    } else {
+        average + 0.05 * (count - average)
     }
 }
 
@@ -673,13 +697,16 @@ fn one_reading_of_6_7_keeps_a_limit_of_8_and_two_of_them_a_limit_of_7() {
 /// An interval with a waiting queue: `released` permits of the current
 /// epoch given back, each slot handed straight to a waiter; `censored` of
 /// them abandoned after `censored_hold` nanoseconds, the rest completed
-/// after 20 ms.
+/// after 20 ms. `overloaded`: the controller found the load outpacing the
+/// service, and arrivals outran completions for long (an overload well
+/// beyond the capacity).
 fn kept_fed(released: u64, censored: u64, censored_hold: u64, overloaded: bool) -> IntervalSamples {
     let completed = released - censored;
     IntervalSamples {
         elapsed: INTERVAL,
         overloaded,
         shedding: false,
+        outrun: overloaded,
         blocked: 10,
         released,
         released_censored: censored,
@@ -806,6 +833,31 @@ fn a_refresh_probe_also_waits_for_the_controller_to_see_overload() {
     }
     assert_eq!(estimator.beliefs().probes, probes);
     // Overload: the refresh that was due runs.
+    for _ in 0..10 {
+        estimator.on_interval(kept_full(true));
+    }
+    assert!(estimator.beliefs().probes > probes);
+}
+
+#[test]
+fn a_refresh_probe_waits_for_arrivals_to_outrun_completions_by_a_quarter() {
+    // At 1x load: the service kept full, the controller seeing the load
+    // outpace it now and then, but arrivals within a quarter of the
+    // completions.
+    let at_1x = IntervalSamples {
+        outrun: false,
+        ..kept_full(true)
+    };
+    let mut estimator = knee_found_at_8();
+    let probes = estimator.beliefs().probes;
+    let limit = estimator.limit();
+    for _ in 0..300 {
+        estimator.on_interval(at_1x);
+        // The raised rounds go on; the limit goes no lower.
+        assert!(estimator.limit() >= limit, "{:?}", estimator.beliefs());
+    }
+    assert_eq!(estimator.beliefs().probes, probes);
+    // At 1.25x and more, the refresh that was due runs.
     for _ in 0..10 {
         estimator.on_interval(kept_full(true));
     }
@@ -1960,6 +2012,7 @@ fn any_samples_leave_the_limit_and_its_beliefs_finite() {
                 elapsed: [MS, 100 * MS, 150 * MS, 5_000 * MS, HOUR][draw(5) as usize],
                 overloaded: draw(2) == 0,
                 shedding: draw(2) == 0,
+                outrun: draw(2) == 0,
                 blocked: draw(2 * scale + 1),
                 released,
                 released_censored,
