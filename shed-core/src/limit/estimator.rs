@@ -66,6 +66,8 @@
 //! outpacing the service in one of them: at 90% load a burst fills rounds
 //! too (the door's queue of 8 slots at 90% load takes about a second to
 //! relax), and a cut then refuses work an unprotected server would serve.
+//! A refresh's probe also waits for the load to clearly outrun the service
+//! (see below).
 //!
 //! - Throughput held, hold times flat: the probe stands at the knee, and
 //!   `K = X * hold` there.
@@ -123,10 +125,11 @@
 //! the limit stood (the knee is roughly known: a shallow cut reads it as
 //! well and costs less), its answer is taken in, and the limit goes back
 //! where it stood, moved as much as the knee moved. The probe runs only
-//! in an overload that lasts and clearly exceeds the service (arrivals a
-//! quarter over completions for seconds, besides the service held full):
-//! near 1x load, a cut builds a queue that a service at its capacity never
-//! works off, and the door refuses it.
+//! in an overload clearly beyond the service (arrivals a quarter over
+//! completions on two-second averages, besides the service held full),
+//! or once a refresh is `refresh_rounds` overdue: near 1x load, a cut
+//! builds a queue that a service at its capacity never works off, and the
+//! door refuses it.
 //!
 //! The raised round also tells, by itself, whether a limit the knee's
 //! floor holds up stands below the knee: if it delivers clearly more than
@@ -438,8 +441,9 @@ struct Raise {
     from: f64,
     /// What the limit in force delivered before.
     at_limit: Pooled,
-    /// Whether the load was seen to hold the service full: only then may
-    /// the probe follow.
+    /// Whether the load was seen to hold the service full and clearly
+    /// outrun it (or the refresh was long overdue): only then may the
+    /// probe follow.
     probe_after: bool,
     /// The round was found to deliver more, and goes on for as long again
     /// to make sure.
@@ -1117,20 +1121,25 @@ impl Estimator {
             // `refresh_rounds`: after two probes that agree the knee is
             // known to a few percent, and each refresh's probe cuts the
             // throughput by a third for a round. It waits until the load
-            // holds the service full, and has outrun it clearly for seconds
-            // (`outrun`: arrivals a quarter over completions). Near 1x a
+            // holds the service full and clearly outruns it (`outrun`:
+            // arrivals a quarter over completions on two-second averages),
+            // or the refresh is `refresh_rounds` overdue. Near 1x a
             // burst holds the service full and outpaces the drain now and
             // then, and the probe's cut builds a queue that a service at
-            // its capacity never works off: the door refuses it (in the
-            // lab's 1x step, 351-355/s served in the three trials of six
-            // that had a refresh probe, 360-361/s in the others, for a
-            // capacity of 383/s), and the probe, held against the load's
-            // own rate, reads the knee low (8.00 to 7.08 in a full run).
+            // its capacity never works off: the door refuses it (in twelve
+            // trials of the lab's 1x step before this gate, the nine with
+            // a refresh probe served 351-359/s, the three without 360-361,
+            // for a capacity of 383/s), and the probe, held against the
+            // load's own rate, reads the knee low (8.00 to 7.08 in a full
+            // run). Overdue by `refresh_rounds` it runs all the same: only
+            // a probe finds a knee read high, and a raised round reads one
+            // read low.
             // Its raised round costs no throughput, and goes on its own as
             // often as refreshes would, to see whether the limit stands
             // below the knee; hold times that inflate still call for a
             // probe of their own.
-            if saturated && round.outrun {
+            let overdue = self.rounds_since_probe >= self.settings.refresh_rounds;
+            if saturated && (round.outrun || overdue) {
                 self.refresh_after = self
                     .refresh_after
                     .saturating_mul(4)

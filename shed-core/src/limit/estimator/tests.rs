@@ -11,7 +11,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::*;
-use crate::offered_load::SUSTAINED_OUTRUN;
+use crate::offered_load::OfferedLoad;
 
 const MS: u64 = 1_000_000;
 const INTERVAL: u64 = 100 * MS;
@@ -83,10 +83,9 @@ struct Model {
     samples: IntervalSamples,
     /// Arrivals in the current interval.
     arrivals: u64,
-    /// Arrivals and completions an interval, averaged over about two
-    /// seconds (as the controller's slow averages are).
-    slow_arrivals: f64,
-    slow_completions: f64,
+    /// Arrivals and completions, averaged as the controller averages them.
+    arriving: OfferedLoad,
+    completing: OfferedLoad,
     random: u64,
     /// The limit after each interval.
     trace: Vec<u32>,
@@ -128,8 +127,8 @@ impl Model {
             hang_ups: BinaryHeap::new(),
             samples: IntervalSamples::default(),
             arrivals: 0,
-            slow_arrivals: 0.0,
-            slow_completions: 0.0,
+            arriving: OfferedLoad::new(),
+            completing: OfferedLoad::new(),
             random: seed(),
             trace: Vec::new(),
             probing: Vec::new(),
@@ -328,12 +327,11 @@ impl Model {
         // gave back, by more than the noise of a 90% load.
         let arrivals = std::mem::take(&mut self.arrivals);
         samples.overloaded = arrivals as f64 > 1.1 * samples.released as f64;
-        // And whether arrivals outran completions by a quarter for long.
+        // And whether arrivals clearly outran completions, as it judges it.
         let completions = samples.released - samples.released_censored;
-        self.slow_arrivals = slow_average(self.slow_arrivals, arrivals);
-        self.slow_completions = slow_average(self.slow_completions, completions);
-        samples.outrun = self.slow_arrivals > 0.0
-            && self.slow_arrivals >= SUSTAINED_OUTRUN * self.slow_completions;
+        self.arriving.close_interval(arrivals, INTERVAL);
+        self.completing.close_interval(completions, INTERVAL);
+        samples.outrun = self.arriving.clearly_outruns(&self.completing);
         if self.estimator.on_interval(samples) {
             self.epoch += 1;
         }
@@ -342,17 +340,6 @@ impl Model {
         self.probing
             .push(self.estimator.beliefs().phase == "probing");
         self.next_interval += INTERVAL;
-    }
-}
-
-/// An average of counts an interval over about two seconds of them, as
-/// the controller's slow averages: the first count as it is.
-fn slow_average(average: f64, count: u64) -> f64 {
-    let count = count as f64;
-    if average == 0.0 {
-        count
-    } else {
-        average + 0.05 * (count - average)
     }
 }
 
@@ -827,9 +814,14 @@ fn a_refresh_probe_also_waits_for_the_controller_to_see_overload() {
     assert!((7.0..=9.0).contains(&knee), "{knee}");
     let probes = estimator.beliefs().probes;
     // Kept full for 30 s without overload (the one seen before the probe
-    // does not count): no refresh.
+    // does not count), arrivals outrunning completions all along: no
+    // refresh.
+    let outrun_without_overload = IntervalSamples {
+        outrun: true,
+        ..kept_full(false)
+    };
     for _ in 0..300 {
-        estimator.on_interval(kept_full(false));
+        estimator.on_interval(outrun_without_overload);
     }
     assert_eq!(estimator.beliefs().probes, probes);
     // Overload: the refresh that was due runs.
@@ -839,29 +831,59 @@ fn a_refresh_probe_also_waits_for_the_controller_to_see_overload() {
     assert!(estimator.beliefs().probes > probes);
 }
 
-#[test]
-fn a_refresh_probe_waits_for_arrivals_to_outrun_completions_by_a_quarter() {
-    // At 1x load: the service kept full, the controller seeing the load
-    // outpace it now and then, but arrivals within a quarter of the
-    // completions.
-    let at_1x = IntervalSamples {
+/// At 1x load: the service kept full, the controller seeing the load
+/// outpace it now and then, but arrivals within a quarter of the
+/// completions (see [`kept_full`]).
+fn at_1x() -> IntervalSamples {
+    IntervalSamples {
         outrun: false,
         ..kept_full(true)
-    };
+    }
+}
+
+#[test]
+fn a_refresh_probe_waits_for_arrivals_to_outrun_completions_by_a_quarter() {
     let mut estimator = knee_found_at_8();
     let probes = estimator.beliefs().probes;
     let limit = estimator.limit();
+    let mut raised = false;
     for _ in 0..300 {
-        estimator.on_interval(at_1x);
+        estimator.on_interval(at_1x());
         // The raised rounds go on; the limit goes no lower.
+        raised |= estimator.limit() > limit;
         assert!(estimator.limit() >= limit, "{:?}", estimator.beliefs());
     }
+    assert!(raised, "no raised round");
     assert_eq!(estimator.beliefs().probes, probes);
-    // At 1.25x and more, the refresh that was due runs.
+    // With arrivals a quarter over completions, the refresh that was due
+    // runs.
     for _ in 0..10 {
         estimator.on_interval(kept_full(true));
     }
     assert!(estimator.beliefs().probes > probes);
+}
+
+#[test]
+fn at_1x_a_refresh_probe_runs_once_overdue_by_refresh_rounds() {
+    // Only a probe finds a knee read high: at 1x load the refresh waits,
+    // but not for ever.
+    let mut estimator = knee_found_at_8();
+    let probes = estimator.beliefs().probes;
+    // Rounds of at least 64 permits, 40 an interval: 300 of them take 600
+    // intervals or more.
+    let mut rounds_before = 0;
+    for _ in 0..2_000 {
+        rounds_before = estimator.rounds_since_probe;
+        estimator.on_interval(at_1x());
+        if estimator.beliefs().probes > probes {
+            break;
+        }
+    }
+    assert_eq!(estimator.beliefs().probes, probes + 1, "no refresh probe");
+    assert!(
+        rounds_before >= estimator.settings.refresh_rounds,
+        "probed {rounds_before} rounds after the last probe"
+    );
 }
 
 #[test]
