@@ -487,7 +487,7 @@ pub(crate) struct Closed {
     pub(crate) shedding: bool,
     /// Whether the arrivals, the ones the level refused included, have
     /// outrun the completions by a quarter or more on averages of about two
-    /// seconds (see [`SUSTAINED_OUTRUN`](offered_load::SUSTAINED_OUTRUN)):
+    /// seconds (see [`CLEAR_OUTRUN`](offered_load::CLEAR_OUTRUN)):
     /// an overload clearly beyond the service's capacity.
     pub(crate) outrun: bool,
 }
@@ -614,7 +614,7 @@ mod tests {
     }
 
     #[test]
-    fn an_interval_closed_says_whether_arrivals_outran_completions_for_long() {
+    fn an_interval_closed_says_whether_arrivals_clearly_outran_completions() {
         // The adaptive limit's refresh probe waits for it. Two seconds of
         // intervals: 40 completions each, and 43 arrivals (1x, 7% refused
         // by the level), then 52 (1.3x).
@@ -638,7 +638,7 @@ mod tests {
             .map(|interval| close(interval, 40, 12).outrun)
             .collect();
         // The slow average takes about 3 s to move that far; the fast one
-        // would take two intervals.
+        // would take three intervals.
         let first = outrun.iter().position(|outrun| *outrun);
         assert!(
             first.is_some_and(|first| first >= 10),

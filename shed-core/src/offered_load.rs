@@ -87,8 +87,8 @@ const MAX_OVERLOAD_STRETCH: f64 = 8.0;
 /// twice the capacity, twice. An adaptive limit's refresh probe waits for
 /// it (see `limit::estimator`). The averages are not a duration: a burst
 /// tall enough (three intervals at four times the completions, at 1x)
-/// lifts the slow one past it for a second or two.
-pub(crate) const SUSTAINED_OUTRUN: f64 = 1.25;
+/// lifts the slow one past it for about a second and a half.
+pub(crate) const CLEAR_OUTRUN: f64 = 1.25;
 
 /// The odds of an overload's queue standing full that its length allows
 /// ([`overload_stretch`]).
@@ -162,14 +162,14 @@ impl OfferedLoad {
         slow.max(fast)
     }
 
-    /// Whether this rate has outrun `other`'s by [`SUSTAINED_OUTRUN`] times
+    /// Whether this rate has outrun `other`'s by [`CLEAR_OUTRUN`] times
     /// or more on the slow averages (about two seconds of memory): an
     /// overload clearly beyond the service, not a load at about its
     /// capacity, nor most bursts. Where `other` is zero, any rate outruns
     /// it.
     pub(crate) fn clearly_outruns(&self, other: &OfferedLoad) -> bool {
         let rate = self.slow.get();
-        rate > 0.0 && rate >= SUSTAINED_OUTRUN * other.slow.get()
+        rate > 0.0 && rate >= CLEAR_OUTRUN * other.slow.get()
     }
 
     /// Whether the offered load surely exceeds `drain` requests per second,
@@ -325,7 +325,7 @@ mod tests {
     }
 
     #[test]
-    fn arrivals_outrun_completions_for_long_from_a_quarter_more_over_seconds() {
+    fn arrivals_clearly_outrun_completions_from_a_quarter_more_on_the_slow_averages() {
         // At 1x: 38 arriving an interval, 35 completing (8% refused).
         let (arriving, completing) = (after(&[38; 60]), after(&[35; 60]));
         assert!(!arriving.clearly_outruns(&completing));
@@ -341,6 +341,22 @@ mod tests {
             "nothing completes"
         );
         assert!(!after(&[0]).clearly_outruns(&after(&[0])));
+    }
+
+    #[test]
+    fn a_burst_of_four_times_the_completions_at_1x_outruns_them_for_a_second_and_a_half() {
+        // 38 arriving an interval, 36 completing; then three intervals at
+        // 144 arriving.
+        let completing = after(&[36; 80]);
+        let arriving = after(&[[38; 60].as_slice(), &[144; 3]].concat());
+        assert!(arriving.clearly_outruns(&completing));
+        let outrun_for = (1..=40)
+            .take_while(|_| {
+                arriving.close_interval(38, INTERVAL);
+                arriving.clearly_outruns(&completing)
+            })
+            .count();
+        assert!((12..=18).contains(&outrun_for), "{outrun_for} intervals");
     }
 
     #[test]

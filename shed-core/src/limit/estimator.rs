@@ -1122,22 +1122,18 @@ impl Estimator {
             // known to a few percent, and each refresh's probe cuts the
             // throughput by a third for a round. It waits until the load
             // holds the service full and clearly outruns it (`outrun`:
-            // arrivals a quarter over completions on two-second averages),
-            // or the refresh is `refresh_rounds` overdue. Near 1x a
-            // burst holds the service full and outpaces the drain now and
-            // then, and the probe's cut builds a queue that a service at
+            // arrivals a quarter over completions on two-second averages).
+            // Near 1x a burst holds the service full and outpaces the drain
+            // now and then, and the cut builds a queue that a service at
             // its capacity never works off: the door refuses it (in twelve
             // trials of the lab's 1x step before this gate, the nine with
             // a refresh probe served 351-359/s, the three without 360-361,
             // for a capacity of 383/s), and the probe, held against the
             // load's own rate, reads the knee low (8.00 to 7.08 in a full
-            // run). Overdue by `refresh_rounds` it runs all the same: only
-            // a probe finds a knee read high, and a raised round reads one
-            // read low.
-            // Its raised round costs no throughput, and goes on its own as
-            // often as refreshes would, to see whether the limit stands
-            // below the knee; hold times that inflate still call for a
-            // probe of their own.
+            // run). Overdue by `refresh_rounds` it runs all the same: a
+            // raised round finds a knee read low, only a probe one read
+            // high. The raised round costs no throughput and goes on its
+            // own as often as refreshes would.
             let overdue = self.rounds_since_probe >= self.settings.refresh_rounds;
             if saturated && (round.outrun || overdue) {
                 self.refresh_after = self

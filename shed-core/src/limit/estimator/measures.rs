@@ -15,9 +15,10 @@ pub(crate) struct IntervalSamples {
     /// whatever the slots, so a round whose queue ran dry measured what
     /// the level let in, not what the load asks.
     pub(crate) shedding: bool,
-    /// Whether arrivals outran completions by a quarter or more over the
-    /// last seconds (see [`Closed`](crate::controller::Closed)); a round of
-    /// several intervals is when any of them did.
+    /// Whether arrivals outran completions by a quarter or more on the
+    /// controller's two-second averages (see
+    /// [`Closed`](crate::controller::Closed)); a round of several intervals
+    /// is when any of them did.
     pub(crate) outrun: bool,
     /// Arrivals that found no free slot (the limit was binding).
     pub(crate) blocked: u64,

@@ -685,7 +685,7 @@ fn one_reading_of_6_7_keeps_a_limit_of_8_and_two_of_them_a_limit_of_7() {
 /// epoch given back, each slot handed straight to a waiter; `censored` of
 /// them abandoned after `censored_hold` nanoseconds, the rest completed
 /// after 20 ms. `overloaded`: the controller found the load outpacing the
-/// service, and arrivals outran completions for long (an overload well
+/// service, and arrivals clearly outran completions (an overload well
 /// beyond the capacity).
 fn kept_fed(released: u64, censored: u64, censored_hold: u64, overloaded: bool) -> IntervalSamples {
     let completed = released - censored;
