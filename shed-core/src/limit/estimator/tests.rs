@@ -911,12 +911,64 @@ fn an_overload_seen_while_an_epoch_settles_counts_for_the_next_round() {
         ..kept_full(true)
     };
     estimator.on_interval(settling);
-    // Throughput stopped growing; the service stays full: that overload
-    // lets the probe that ends slow start run.
+    // Throughput stopped growing; the service stays full, arrivals clearly
+    // outrunning completions, but the controller finds no overload: the
+    // one it found while the epoch settled lets the probe that ends slow
+    // start run.
+    let outrun_without_overload = IntervalSamples {
+        outrun: true,
+        ..kept_full(false)
+    };
     for _ in 0..20 {
-        estimator.on_interval(kept_full(false));
+        estimator.on_interval(outrun_without_overload);
     }
     assert!(estimator.beliefs().probes > 0, "{:?}", estimator.beliefs());
+}
+
+#[test]
+fn slow_starts_exit_probe_waits_for_arrivals_to_clearly_outrun_completions() {
+    // Below 1x load (or at it) a burst holds the service full and the
+    // controller finds it outpacing the drain: without the outrun gate,
+    // the exit probe cut 16 to 4 there.
+    let mut estimator = slow_start_at_16_on_8_slots();
+    for _ in 0..300 {
+        estimator.on_interval(at_1x());
+        assert_eq!(estimator.limit(), 16, "{:?}", estimator.beliefs());
+    }
+    assert_eq!(estimator.beliefs().phase, "slow start");
+    assert_eq!(estimator.beliefs().probes, 0);
+    // Arrivals a quarter over completions: the exit probe runs within half
+    // a second and a round, a quarter cut.
+    for _ in 0..7 {
+        estimator.on_interval(kept_full(true));
+        if probing(&estimator) {
+            break;
+        }
+    }
+    assert!(probing(&estimator), "{:?}", estimator.beliefs());
+    assert_eq!(estimator.limit(), 4);
+}
+
+#[test]
+fn at_1x_slow_starts_exit_probe_runs_once_overdue_by_refresh_rounds() {
+    let mut estimator = slow_start_at_16_on_8_slots();
+    let mut rounds_before = 0;
+    for _ in 0..2_000 {
+        rounds_before = estimator.rounds_since_probe;
+        estimator.on_interval(at_1x());
+        if estimator.beliefs().probes > 0 {
+            break;
+        }
+    }
+    assert_eq!(estimator.beliefs().probes, 1, "no exit probe");
+    assert_eq!(estimator.limit(), 4);
+    // In the 300th fed round.
+    assert_eq!(
+        rounds_before + 1,
+        estimator.settings.refresh_rounds,
+        "probed in fed round {}",
+        rounds_before + 1
+    );
 }
 
 /// Slow start at 16 on a service of 8 slots, kept full in an overload: the
@@ -2224,6 +2276,45 @@ fn mean_and_read_as_7(readings: &[f64]) -> (f64, usize) {
         average(readings.iter().copied()),
         readings.iter().filter(|knee| **knee < READ_AS_7).count(),
     )
+}
+
+/// Not a check: below and at 1x load, from a fresh start, how often a probe
+/// runs and what share of the arrivals goes unserved, over 48 seeds of a
+/// service with a soft knee (`SOFTNESS`, 0.06 unless set) and callers who
+/// hang up. Run with
+/// `cargo test -p shed-core --release --lib explore_below -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn explore_below_1x_over_48_seeds() {
+    let softness = softness_from_env();
+    for load in [0.8, 0.9, 0.95, 1.0] {
+        let (mut unserved, mut probed, mut limits) = (Vec::new(), 0, 0.0);
+        for seed in 0..EXPLORED_SEEDS {
+            let (mut model, _) = patient_soft_model(seed, load, false, softness);
+            model.run(300);
+            // Requests still held or waiting at the end are neither.
+            let pending = model.in_flight as usize
+                + model
+                    .door
+                    .iter()
+                    .filter(|job| !model.jobs[**job].gone)
+                    .count();
+            let arrived = model.jobs.len();
+            let lost = arrived - model.served as usize - pending;
+            unserved.push(lost as f64 / arrived as f64);
+            probed += usize::from(model.estimator.beliefs().probes > 0);
+            limits += mean_limit(&model.trace);
+        }
+        let mean = average(unserved.iter().copied());
+        let worst = unserved.iter().copied().fold(0.0, f64::max);
+        eprintln!(
+            "{load}x from a fresh start, 30 s: unserved share mean {:.2}%, worst {:.2}%; \
+             probed in {probed} of {EXPLORED_SEEDS}; mean limit {:.2}",
+            mean * 100.0,
+            worst * 100.0,
+            limits / EXPLORED_SEEDS as f64,
+        );
+    }
 }
 
 /// Not a test: the knee the first probe reads, and what the limit delivers
