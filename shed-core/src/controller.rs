@@ -615,7 +615,7 @@ mod tests {
 
     #[test]
     fn an_interval_closed_says_whether_arrivals_clearly_outran_completions() {
-        // The adaptive limit's probes only to learn wait for it. Two seconds of
+        // The adaptive limit's probes to learn wait for it. Two seconds of
         // intervals: 40 completions each, and 43 arrivals (1x, 7% refused
         // by the level), then 52 (1.3x).
         let config = crate::Shedder::builder().validate().expect("defaults");

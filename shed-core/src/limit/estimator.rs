@@ -66,14 +66,17 @@
 //! outpacing the service in one of them: at 90% load a burst fills rounds
 //! too (the door's queue of 8 slots at 90% load takes about a second to
 //! relax), and a cut then refuses work an unprotected server would serve.
-//! Both also wait for the load to clearly outrun the service (arrivals a
-//! quarter over completions on two-second averages, `outrun`), or for
-//! `refresh_rounds` fed rounds since the last probe (or the start): near 1x
-//! load a burst meets the first gate now and then, and a cut builds a
-//! queue that a service at its capacity never works off (for slow start's
-//! exit, a quarter cut to half the knee or lower, also below 1x). Until
-//! then slow start's limit stays where its throughput stopped growing,
-//! within a few times the knee, the excess waiting inside the service.
+//! A refresh's probe also waits for the load to clearly outrun the service
+//! (arrivals a quarter over completions on two-second averages, `outrun`),
+//! or for `refresh_rounds` rounds under load since the last probe: at about
+//! 1x load its cut builds a queue that a service at its capacity never
+//! works off. Slow start's exit waits for the same, or for a few rounds at
+//! its limit that the controller found overloaded: below 1x a burst meets
+//! the first gate now and then, and the exit's quarter cut, below the knee,
+//! refuses what the service would serve; at or a little above 1x the
+//! controller finds the load outpacing the service again and again, and
+//! slow start's limit (one doubling past the knee, more for a knee below
+//! the initial limit) holds the excess inside it.
 //!
 //! - Throughput held, hold times flat: the probe stands at the knee, and
 //!   `K = X * hold` there.
@@ -388,10 +391,29 @@ const SIGNAL_ROUNDS: u32 = 2;
 /// reported of its periodic probes). Half a second of them at 90% load is
 /// not rare enough (a burst of 8 slots at 90% load takes about a second to
 /// relax), so the rounds must also have seen the controller find the load
-/// outpacing the service (overload), which at 90% load it rarely does,
-/// but does: see the `outrun` gates in `Estimator::decide`, which a probe
-/// only to learn also waits for.
+/// outpacing the service (overload), which at 90% load it rarely does.
+/// Rarely is not never: slow start's exit (and the probe after it while no
+/// clean baseline was measured) and a refresh's probe also wait for more
+/// (see `Estimator::exit_may_probe` and the `outrun` gate in
+/// `Estimator::decide`).
 const SATURATED_FOR: u64 = 500_000_000;
+/// Rounds at one limit the controller must find overloaded for slow
+/// start's exit probe to run without arrivals clearly outrunning
+/// completions (see `Estimator::exit_may_probe`). Below 1x a burst that
+/// holds the service full makes the controller find the load outpacing it
+/// now and then, for a round or two: in a full run of the lab's steady
+/// 0.9x step the exit probe ran on one such burst and cut 16 to 4 for a
+/// knee of 8, and the door refused 112 requests in the next second, 1.78%
+/// of the trial's attempts (the goal allows 0.5%); in four later trials of
+/// that step none was (the door refused nothing, slow start held 16 slots
+/// throughout).
+/// At or a little above 1x, where slow start's limit delivers no more than
+/// the load (less, on a service whose work slows as more of it runs),
+/// rounds are found overloaded every second or two; waiting there for
+/// arrivals to clearly outrun completions kept the lab's 1x step at 16
+/// slots, twice the knee, until 13 to 17 s into the trial (5 s without
+/// it), its p50 56 ms against 40.
+const OVERLOADED_ROUNDS: u32 = 4;
 /// The share of released permits handed straight to a waiter in each of
 /// those rounds: under overload the door's queue never empties, while a
 /// burst at 90% load leaves gaps.
@@ -522,6 +544,9 @@ pub(crate) struct Estimator {
     /// How long the rounds in a row that handed at least
     /// [`SATURATED_SHARE`] of their releases to waiters lasted, nanoseconds.
     full_for: u64,
+    /// Rounds the controller found overloaded since slow start last doubled
+    /// the limit or a probe last cut it.
+    overloaded_rounds: u32,
     /// Whether one of those rounds, since the last probe began, was
     /// overloaded.
     overload_seen: bool,
@@ -583,6 +608,7 @@ impl Estimator {
             streak: Streak::default(),
             rounds_since_probe: 0,
             full_for: 0,
+            overloaded_rounds: 0,
             overload_seen: false,
             refresh_after: FIRST_REFRESH.min(settings.refresh_rounds),
             knees: Readings::default(),
@@ -903,6 +929,9 @@ impl Estimator {
             self.overload_seen |= round.overloaded;
         }
         let saturated = self.full_for >= SATURATED_FOR && self.overload_seen;
+        if round.overloaded {
+            self.overloaded_rounds = self.overloaded_rounds.saturating_add(1);
+        }
         if self.phase == Phase::Steady {
             // Whether steady rounds are fed, and why not: only fed rounds
             // move the delivery rule and count towards a refresh.
@@ -1028,23 +1057,10 @@ impl Estimator {
                 "adaptive limit: a slow-start round ended"
             );
             if let Some(stopped_at) = stopped_at {
-                // Past the knee: the probe that measures it waits until the
-                // load is seen to hold the service full, in an overload
-                // clearly beyond it (`outrun`), as a refresh's probe does,
-                // or until it is overdue. Its quarter cut stands at half
-                // the knee or lower: below 1x load a burst that held the
-                // service full and outpaced it for half a second met the
-                // first gate, and the door refused what half the knee
-                // could not serve (in a full run of the lab's steady 0.9x
-                // step, slow start at 16 for a knee of 8: a cut to 4 at
-                // 9.0 s, 112 requests refused in the next second, 1.78% of
-                // the trial's attempts, where the goal allows 0.5%). Until
-                // then the limit stays where slow start stopped, within a
-                // few times the knee (twice, or one blind doubling more),
-                // the excess waiting inside the service: at 1x it stood
-                // there until the exit, 16 for a knee of 8.
+                // Past the knee: the probe that measures it waits for the
+                // exit's evidence (see `exit_may_probe`).
                 self.plateau = Some(stopped_at);
-                if !(saturated && (round.outrun || self.probe_overdue())) {
+                if !self.exit_may_probe(saturated, round) {
                     return false;
                 }
                 return self.start_probe(stopped_at, Cause::Evidence);
@@ -1053,12 +1069,11 @@ impl Estimator {
         }
         if !self.clean && self.phase != Phase::SlowStart {
             // A large initial limit may lie far above the knee: its probe
-            // goes at once. A limit that left slow start by backing off
-            // waits for saturation, as slow start's own exit does: a spike's
-            // first second (or a slowdown's) is no time to cut it by a
-            // quarter. Not for arrivals to outrun completions as well: the
-            // callers who hung up on held permits are evidence of an
-            // overload, not a burst below 1x.
+            // goes at once. A limit that left slow start by backing off, or
+            // whose exit probe was abandoned, waits for the evidence slow
+            // start's own exit does: a spike's first second (or a
+            // slowdown's) is no time to cut it by a quarter, nor is a burst
+            // below 1x load.
             //
             // Nor is the first round after a back-off what the probe is held
             // against: work whose callers hung up goes on in the service
@@ -1069,7 +1084,7 @@ impl Estimator {
             // held", and a second cut to 3 read the knee 6.47 for 8, the
             // limit a slot short for 5 s.
             let from_slow_start = self.settings.initial <= SLOW_START_MAX;
-            if (from_slow_start && !saturated) || after_back_off {
+            if (from_slow_start && !self.exit_may_probe(saturated, round)) || after_back_off {
                 return false;
             }
             return self.start_probe(Throughput::of(round), Cause::Evidence);
@@ -1180,11 +1195,27 @@ impl Estimator {
     }
 
     /// Whether a probe only for learning (slow start's exit, a refresh's)
-    /// is overdue: `refresh_rounds` fed rounds since the last probe (or
-    /// since the start), so that it runs even where the load never clearly
-    /// outruns the service (see the `outrun` gates in [`Estimator::decide`]).
+    /// is overdue: `refresh_rounds` rounds under load since the last probe
+    /// (or since the start: fed ones; in steady state, also unfed ones in
+    /// which the level shed), so that it runs even where the load never
+    /// clearly outruns the service (see the `outrun` gates in
+    /// [`Estimator::decide`]).
     fn probe_overdue(&self) -> bool {
         self.rounds_since_probe >= self.settings.refresh_rounds
+    }
+
+    /// Whether the probe that ends slow start (or follows it, while no
+    /// clean baseline was measured) may run: the load holds the service
+    /// full in an overload (`saturated`), and clearly outruns it (`outrun`:
+    /// arrivals a quarter over completions on two-second averages), or the
+    /// controller found [`OVERLOADED_ROUNDS`] rounds at this limit
+    /// overloaded, or the probe is overdue. Below 1x load a burst meets the
+    /// first condition now and then, and the exit's quarter cut, below the
+    /// knee, refuses what the service would serve; at or a little above 1x
+    /// the controller finds the load outpacing the service again and again.
+    fn exit_may_probe(&self, saturated: bool, round: &IntervalSamples) -> bool {
+        saturated
+            && (round.outrun || self.overloaded_rounds >= OVERLOADED_ROUNDS || self.probe_overdue())
     }
 
     /// Whether a slow-start round's throughput grew with the limit: it
@@ -1271,6 +1302,7 @@ impl Estimator {
     /// Slow start: twice the limit, measured once its epoch settles.
     fn double(&mut self) -> bool {
         self.limit *= 2.0;
+        self.overloaded_rounds = 0;
         self.just_doubled = true;
         self.restart_round();
         true
@@ -1628,6 +1660,7 @@ impl Estimator {
         self.probes += 1;
         // The next probe to learn needs an overload seen after this one.
         self.overload_seen = false;
+        self.overloaded_rounds = 0;
         self.limit = (self.limit / probe.divisor).max(f64::from(self.settings.min));
         self.streak = Streak::default();
         self.rounds_since_probe = 0;

@@ -255,7 +255,10 @@ impl AdaptiveLimit {
     /// the knee and the baseline again (each raises the limit by a quarter
     /// for a round, then cuts it by a third for one). The first comes 8
     /// rounds after the first knee is found, and the spacing grows fourfold
-    /// up to this. Default 300; at least 10.
+    /// up to this. A probe waits for an overload clearly beyond the service
+    /// (slow start's exit also for a few rounds found overloaded), but no
+    /// longer than this many rounds under load since the last probe (or the
+    /// start). Default 300; at least 10.
     ///
     /// ```
     /// use shed_core::{AdaptiveLimit, Shedder};
