@@ -989,6 +989,15 @@ fn slow_starts_exit_probe_waits_out_bursts_below_1x() {
     assert_eq!(estimator.limit(), 4);
 }
 
+/// Feeds one round at 1x (two intervals of 40 permits, 64 to a round) and
+/// checks that slow start's exit probe ended it, cutting 16 to 4.
+fn assert_the_next_round_at_1x_cuts_16_to_4(estimator: &mut Estimator) {
+    estimator.on_interval(at_1x());
+    estimator.on_interval(at_1x());
+    assert!(probing(estimator), "{:?}", estimator.beliefs());
+    assert_eq!(estimator.limit(), 4);
+}
+
 #[test]
 fn where_arrivals_clearly_outrun_completions_slow_starts_exit_probe_runs_in_the_first_round() {
     // Slow start reached 16; the controller finds the load outpacing the
@@ -1015,10 +1024,7 @@ fn at_1x_slow_starts_exit_probe_runs_once_4_rounds_were_found_overloaded() {
         estimator.on_interval(at_1x());
     }
     assert_eq!(estimator.limit(), 16, "{:?}", estimator.beliefs());
-    estimator.on_interval(at_1x());
-    estimator.on_interval(at_1x());
-    assert!(probing(&estimator), "{:?}", estimator.beliefs());
-    assert_eq!(estimator.limit(), 4);
+    assert_the_next_round_at_1x_cuts_16_to_4(&mut estimator);
 }
 
 #[test]
@@ -1033,10 +1039,7 @@ fn below_1x_slow_starts_exit_probe_runs_once_overdue_by_refresh_rounds() {
     assert!(estimator.rounds_since_probe >= estimator.settings.refresh_rounds);
     // The first round the controller finds overloaded: overdue, the exit
     // probe runs.
-    estimator.on_interval(at_1x());
-    estimator.on_interval(at_1x());
-    assert!(probing(&estimator), "{:?}", estimator.beliefs());
-    assert_eq!(estimator.limit(), 4);
+    assert_the_next_round_at_1x_cuts_16_to_4(&mut estimator);
 }
 
 #[test]
@@ -1069,35 +1072,35 @@ fn after_an_abandoned_exit_probe_the_next_one_still_waits_out_bursts_below_1x() 
     assert_eq!(estimator.limit(), 4);
 }
 
-#[test]
-fn arrivals_that_outran_completions_while_an_epoch_settled_count_for_the_next_round() {
+/// Slow start at 16 on a service of 8 slots, its throughput stopped
+/// growing, the load held the service full in an overload for half a
+/// second, and no round found overloaded yet: only `outrun` is missing for
+/// the exit probe.
+fn on_the_plateau_missing_only_outrun() -> Estimator {
     let mut estimator = slow_start_at_16_on_8_slots();
-    // Throughput stopped growing at 16, and the load held the service full
-    // in an overload for half a second: only `outrun` is missing.
     estimator.on_interval(at_1x());
     estimator.on_interval(at_1x());
     estimator.full_for = SATURATED_FOR;
     estimator.overload_seen = true;
     estimator.overloaded_rounds = 0;
+    estimator
+}
+
+#[test]
+fn arrivals_that_outran_completions_while_an_epoch_settled_count_for_the_next_round() {
+    let mut estimator = on_the_plateau_missing_only_outrun();
     estimator.settling = true;
     let settling = IntervalSamples {
         samples: 0,
         ..kept_full(true)
     };
     estimator.on_interval(settling);
-    estimator.on_interval(at_1x());
-    estimator.on_interval(at_1x());
-    assert!(probing(&estimator), "{:?}", estimator.beliefs());
+    assert_the_next_round_at_1x_cuts_16_to_4(&mut estimator);
 }
 
 #[test]
 fn arrivals_that_outran_completions_in_a_round_that_gave_up_count_for_the_next_one() {
-    let mut estimator = slow_start_at_16_on_8_slots();
-    estimator.on_interval(at_1x());
-    estimator.on_interval(at_1x());
-    estimator.full_for = SATURATED_FOR;
-    estimator.overload_seen = true;
-    estimator.overloaded_rounds = 0;
+    let mut estimator = on_the_plateau_missing_only_outrun();
     // Five seconds with nothing given back: the round gives up.
     let nothing_back = IntervalSamples {
         elapsed: INTERVAL,
@@ -1108,9 +1111,7 @@ fn arrivals_that_outran_completions_in_a_round_that_gave_up_count_for_the_next_o
         estimator.on_interval(nothing_back);
     }
     assert!(!probing(&estimator));
-    estimator.on_interval(at_1x());
-    estimator.on_interval(at_1x());
-    assert!(probing(&estimator), "{:?}", estimator.beliefs());
+    assert_the_next_round_at_1x_cuts_16_to_4(&mut estimator);
 }
 
 /// Slow start at 16 on a service of 8 slots, kept full in an overload: the
