@@ -86,9 +86,9 @@ const MAX_OVERLOAD_STRETCH: f64 = 8.0;
 /// times (8/7) with the limit a slot below a knee of 8; in an overload of
 /// twice the capacity, twice. An adaptive limit's refresh probe waits for
 /// it, and slow start's exit probe for it or for a few rounds found
-/// overloaded (see `limit::estimator`). The averages are not a duration: a burst
-/// tall enough (three intervals at four times the completions, at 1x)
-/// lifts the slow one past it for about a second and a half.
+/// overloaded (see `limit::estimator`). The averages are not a duration: a
+/// burst tall enough (three intervals at four times the completions, at
+/// 1x) lifts the slow one past it for about a second and a half.
 pub(crate) const CLEAR_OUTRUN: f64 = 1.25;
 
 /// The odds of an overload's queue standing full that its length allows

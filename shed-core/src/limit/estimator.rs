@@ -411,8 +411,9 @@ const SATURATED_FOR: u64 = 500_000_000;
 /// the load (less, on a service whose work slows as more of it runs),
 /// rounds are found overloaded every second or two; waiting there for
 /// arrivals to clearly outrun completions kept the lab's 1x step at 16
-/// slots, twice the knee, until 13 to 17 s into the trial (5 s without
-/// it), its p50 56 ms against 40.
+/// slots, twice the knee, until 13 to 17 s into the trial in four of five
+/// trials (5.0 to 5.5 s without it); the five's mean p50 was 56 ms against
+/// 40.
 const OVERLOADED_ROUNDS: u32 = 4;
 /// The share of released permits handed straight to a waiter in each of
 /// those rounds: under overload the door's queue never empties, while a
@@ -1171,7 +1172,7 @@ impl Estimator {
             // raised round finds a knee read low, only a probe one read
             // high. The raised round costs no throughput and goes on its
             // own as often as refreshes would.
-            if saturated && (round.outrun || self.probe_overdue()) {
+            if self.learning_probe_may_run(saturated, round) {
                 self.refresh_after = self
                     .refresh_after
                     .saturating_mul(4)
@@ -1204,18 +1205,26 @@ impl Estimator {
         self.rounds_since_probe >= self.settings.refresh_rounds
     }
 
+    /// Whether a probe only for learning (a refresh's) may run: the load
+    /// holds the service full in an overload (`saturated`), and clearly
+    /// outruns it (`outrun`: arrivals a quarter over completions on
+    /// two-second averages), or the probe is overdue.
+    fn learning_probe_may_run(&self, saturated: bool, round: &IntervalSamples) -> bool {
+        saturated && (round.outrun || self.probe_overdue())
+    }
+
     /// Whether the probe that ends slow start (or follows it, while no
-    /// clean baseline was measured) may run: the load holds the service
-    /// full in an overload (`saturated`), and clearly outruns it (`outrun`:
-    /// arrivals a quarter over completions on two-second averages), or the
-    /// controller found [`OVERLOADED_ROUNDS`] rounds at this limit
-    /// overloaded, or the probe is overdue. Below 1x load a burst meets the
-    /// first condition now and then, and the exit's quarter cut, below the
-    /// knee, refuses what the service would serve; at or a little above 1x
-    /// the controller finds the load outpacing the service again and again.
+    /// clean baseline was measured) may run: as a refresh's may
+    /// ([`Estimator::learning_probe_may_run`]), or with the service held
+    /// full in an overload once the controller found [`OVERLOADED_ROUNDS`]
+    /// rounds at this limit overloaded. Below 1x load a burst holds the
+    /// service full in an overload now and then, and the exit's quarter
+    /// cut, below the knee, refuses what the service would serve; at or a
+    /// little above 1x the controller finds the load outpacing the service
+    /// again and again.
     fn exit_may_probe(&self, saturated: bool, round: &IntervalSamples) -> bool {
-        saturated
-            && (round.outrun || self.overloaded_rounds >= OVERLOADED_ROUNDS || self.probe_overdue())
+        self.learning_probe_may_run(saturated, round)
+            || (saturated && self.overloaded_rounds >= OVERLOADED_ROUNDS)
     }
 
     /// Whether a slow-start round's throughput grew with the limit: it
