@@ -81,8 +81,9 @@
 //! - Throughput held, hold times flat: the probe stands at the knee, and
 //!   `K = X * hold` there.
 //! - Throughput held, hold times still inflated: work queued inside; cut
-//!   again. The throughput measured is the saturated one, pooled with the
-//!   one before. Held only barely (a probe at three quarters of the knee
+//!   again, by a third after a half cut (a cut just below the knee reads
+//!   "held" now and then, and halved again it would run far below it). The
+//!   throughput measured is the saturated one, pooled with the one before. Held only barely (a probe at three quarters of the knee
 //!   reads the same), where hold times cannot tell (no clean baseline yet,
 //!   or the service slowed down): measured again at the same limit first,
 //!   and judged on both rounds; a second cut would cost a round deep below
@@ -350,6 +351,17 @@ const SLOW_START_GROWTH: f64 = 1.25;
 /// reads it as well as one that halves), and a shallower cut costs less
 /// throughput per permit measured.
 const REFRESH_DIVISOR: f64 = 1.5;
+/// A half cut's probe whose round held the throughput cuts the limit in
+/// force again by this much (a third), not by half: the first cut landed at most a half above
+/// the knee, or just below it with a round that read "held" by chance (a
+/// cut to 7 on a knee of 8 reads 0.875 of the throughput, within one
+/// round's spread of [`THROUGHPUT_CLEARLY_HELD`]). Halved again, that
+/// round ran deep below the knee: in the lab's capacity drop, 7 to 3 for
+/// 1.4 s at three eighths of the throughput, the largest single loss of the
+/// drop. A third lands at 5, which still reads the knee clearly (5 of 8
+/// reads 0.625, below [`THROUGHPUT_HELD`]); a knee lower still costs one
+/// round more above it, where a round costs latency, not throughput.
+const DEEPER_CUT: f64 = 1.5;
 /// A probe whose permits were held up to this much longer than those of the
 /// rounds it is held against found no slower service, only a knee at or
 /// above the limit those rounds had (see [`Estimator::probe_measured`]);
@@ -1772,19 +1784,28 @@ impl Estimator {
         }
         if held && !flat && !at_floor {
             // Throughput held, and work queued inside: the knee lies lower.
-            // Cut again: as deep, but no deeper than a new probe would cut
-            // now (by half, or by a quarter while the limit descends from a
-            // large initial one; a refresh's third stays a third). Slow start ends within four
-            // times the knee (twice, or one blind doubling more), so its
-            // first quarter cut lands near the knee, and a second quarter
-            // cut lands far below it: at a batch spike's start in the lab,
-            // 32 to 8 to 2, where two slots served less than the
-            // interactive traffic beside the batch. A cut guided by the
-            // baseline would go far too low when the baseline is stale
-            // because the service slowed down.
+            // Cut again. After a quarter cut: by a quarter while the limit
+            // descends from a large initial one, otherwise by half. Slow
+            // start ends within four times the knee (twice, or one blind
+            // doubling more), so its first quarter cut lands near the knee,
+            // and a second quarter cut lands far below it: at a batch
+            // spike's start in the lab, 32 to 8 to 2, where two slots served
+            // less than the interactive traffic beside the batch. After a
+            // half cut (or a refresh's third): by a third (see DEEPER_CUT).
+            // A cut guided by the baseline would go far too low when the
+            // baseline is stale because the service slowed down. The cut
+            // divides the limit the round measured, the one in force (a
+            // probe cut to 6.58 runs 7 slots; a third of 6.58 would land at
+            // 4).
+            self.limit = f64::from(self.limit());
+            let divisor = if probe.divisor > 2.0 {
+                probe.divisor.min(self.probe_divisor())
+            } else {
+                probe.divisor.min(DEEPER_CUT)
+            };
             let cut = self.cut_for_probe(Probe {
                 before: saturated,
-                divisor: probe.divisor.min(self.probe_divisor()),
+                divisor,
                 ..probe
             });
             if let Phase::Probing { hold_above, .. } = &mut self.phase {

@@ -1186,10 +1186,11 @@ fn slowed_to_60_ms(slots: u64, limit: u32) -> [IntervalSamples; 3] {
 /// `estimator` (hold times of 20 ms believed, at a limit of 8 or more):
 /// half the slots run work whose callers hung up until the probe's first
 /// cut, so the throughput the probe is held against reads half what the
-/// service delivers, and at 2 slots the door's queue runs dry now and then
-/// (85% of the released slots find a waiter), where permits are held
-/// `at_2.hold_ms` (60, as at 4, unless a test says otherwise).
-struct DescentUnfedAt2 {
+/// service delivers, and at 3 slots (the cut below 4, by a third) the
+/// door's queue runs dry now and then (85% of the released slots find a
+/// waiter), where permits are held
+/// `deeper.hold_ms` (60, as at 4, unless a test says otherwise).
+struct DescentUnfedDeeper {
     /// Intervals from the probe's first cut until it ended.
     probe_lasted: usize,
     /// The limit the probe ended at.
@@ -1203,19 +1204,22 @@ struct DescentUnfedAt2 {
     estimator: Estimator,
 }
 
-/// The round at 2 slots (see [`DescentUnfedAt2`]).
+/// The round at the deeper cut, 3 slots (see [`DescentUnfedDeeper`]).
 #[derive(Clone, Copy)]
-struct At2 {
+struct AtTheDeeperCut {
     hold_ms: u64,
     overloaded: bool,
 }
 
-const AS_AT_4: At2 = At2 {
+const AS_AT_4: AtTheDeeperCut = AtTheDeeperCut {
     hold_ms: 60,
     overloaded: true,
 };
 
-fn descent_unfed_at_2_after_a_slowdown(mut estimator: Estimator, at_2: At2) -> DescentUnfedAt2 {
+fn descent_unfed_at_its_deeper_cut_after_a_slowdown(
+    mut estimator: Estimator,
+    deeper: AtTheDeeperCut,
+) -> DescentUnfedDeeper {
     let probes_before = estimator.beliefs().probes;
     let next = |estimator: &mut Estimator, interval: usize| {
         let limit = estimator.limit();
@@ -1224,10 +1228,10 @@ fn descent_unfed_at_2_after_a_slowdown(mut estimator: Estimator, at_2: At2) -> D
         let full = slowed_to_60_ms(busy.min(u64::from(limit)), limit)[interval % 3];
         let unfed = IntervalSamples {
             handed_off: full.released * 85 / 100,
-            overloaded: at_2.overloaded,
-            ..kept_fed_holding(full.released, at_2.hold_ms * MS)
+            overloaded: deeper.overloaded,
+            ..kept_fed_holding(full.released, deeper.hold_ms * MS)
         };
-        estimator.on_interval(if probing(estimator) && limit <= 2 {
+        estimator.on_interval(if probing(estimator) && limit < 4 {
             unfed
         } else {
             full
@@ -1260,7 +1264,7 @@ fn descent_unfed_at_2_after_a_slowdown(mut estimator: Estimator, at_2: At2) -> D
             lowest_after = Some(lowest_after.map_or(limit, |lowest| lowest.min(limit)));
         }
     }
-    DescentUnfedAt2 {
+    DescentUnfedDeeper {
         probe_lasted,
         ended_at,
         baseline,
@@ -1274,13 +1278,13 @@ fn descent_unfed_at_2_after_a_slowdown(mut estimator: Estimator, at_2: At2) -> D
 fn a_descent_unfed_at_its_deeper_cut_learns_the_new_hold_time_and_goes_back_to_the_knee() {
     // The knee believed is 8. The cut to 4 holds the throughput read while
     // ghosts ran (on a queue that is not there: permits held 60 ms), so the
-    // descent cuts to 2: unfed, with permits held 60 ms as at 4. That is
+    // descent cuts to 3: unfed, with permits held 60 ms as at 4. That is
     // the new baseline, and the limit goes back to the knee at once, within
     // 40 intervals of the first cut, and stays. Abandoned back to 4 with
     // nothing learnt, as such probes once were, hold times there read
-    // inflated against the 20 ms believed, and the next probe cut to 2
+    // inflated against the 20 ms believed, and the next probe cut deep
     // again, for as long as the slowdown lasted.
-    let descent = descent_unfed_at_2_after_a_slowdown(knee_found_at_8(), AS_AT_4);
+    let descent = descent_unfed_at_its_deeper_cut_after_a_slowdown(knee_found_at_8(), AS_AT_4);
     assert!(descent.probe_lasted <= 40, "{}", descent.probe_lasted);
     assert_eq!(descent.baseline, Some(Duration::from_millis(60)));
     assert!(descent.ended_at >= 8, "{}", descent.ended_at);
@@ -1297,17 +1301,17 @@ fn a_descent_unfed_at_its_deeper_cut_learns_the_new_hold_time_and_goes_back_to_t
 
 #[test]
 fn hold_times_at_the_unfed_cut_within_1_25_times_those_above_either_way_say_no_queue() {
-    // 60 ms at 4 is 1.11 times 54 ms at 2 (two rounds of exponential hold
+    // 60 ms at 4 is 1.11 times 54 ms at 3 (two rounds of exponential hold
     // times differ that much by chance): the baseline is learnt. At 1.4
     // times, either way, it is not (a queue inside at 4, or a service that
     // slowed again), nor where the load fell away (no overload): the probe
     // measures again, or is abandoned, with the old baseline.
     let learnt = |hold_ms, overloaded| {
-        let at_2 = At2 {
+        let deeper = AtTheDeeperCut {
             hold_ms,
             overloaded,
         };
-        descent_unfed_at_2_after_a_slowdown(knee_found_at_8(), at_2).baseline
+        descent_unfed_at_its_deeper_cut_after_a_slowdown(knee_found_at_8(), deeper).baseline
     };
     let (new, old) = (Duration::from_millis(54), Duration::from_millis(20));
     assert_eq!(learnt(54, true), Some(new));
@@ -1325,7 +1329,8 @@ fn with_no_knee_believed_such_a_descent_goes_back_to_where_it_began_and_probes_a
     // knee is read 8, to within the fixture's unevenness (a round and the
     // rounds it is held against cover the three intervals of its cycle
     // unevenly: this probe and the refreshes after it read 8.5).
-    let descent = descent_unfed_at_2_after_a_slowdown(slow_start_at_16_on_8_slots(), AS_AT_4);
+    let descent =
+        descent_unfed_at_its_deeper_cut_after_a_slowdown(slow_start_at_16_on_8_slots(), AS_AT_4);
     assert_eq!(descent.baseline, Some(Duration::from_millis(60)));
     assert_eq!(descent.ended_at, 16);
     let knee = descent.estimator.beliefs().knee.expect("a knee");
@@ -1537,12 +1542,38 @@ fn a_probe_that_barely_held_is_measured_again_before_it_cuts_deeper() {
 }
 
 #[test]
+fn a_half_cut_whose_round_clearly_held_cuts_again_by_a_third_of_the_limit_in_force() {
+    // The lab's capacity drop: callers hung up on 35.5% of the permits at
+    // 16, the back-off left 13.16 slots on a knee of 8, the probe cut to
+    // 6.58, in force as 7, and its round read 0.97 of the throughput before
+    // (the lab's service runs a little faster per slot at lower
+    // concurrency, and the rounds before ran beside work whose callers had
+    // hung up). Halved again, 3 slots served three eighths of the
+    // throughput for 1.4 s. A third of the 7 the round measured lands at 5
+    // (a third of 6.58 would be 4), where throughput falls to five eighths:
+    // the knee is 8.
+    let mut estimator = slow_start_at_16_on_8_slots();
+    let censored_at_16 = kept_fed(76, 27, 20 * MS, false);
+    feed_until(&mut estimator, censored_at_16, |e| {
+        e.beliefs().back_offs > 0
+    });
+    assert_eq!(estimator.limit(), 13);
+    feed_until(&mut estimator, kept_full(true), probing);
+    assert_eq!(estimator.limit(), 7);
+    feed_until(&mut estimator, kept_fed(39, 0, 0, true), |e| e.limit() < 7);
+    assert_eq!(estimator.limit(), 5);
+    let knee = knee_when_the_probe_ends(&mut estimator, slots_kept_full(5, true));
+    assert!((7.5..=8.2).contains(&knee), "{knee}");
+}
+
+#[test]
 fn a_probe_that_held_when_measured_again_cuts_deeper_without_lowering_the_knee() {
     // As above, but the second round at 6 reads 0.95 of the throughput
     // before: pooled, 0.875, the same saturated throughput read low once.
-    // So the cut goes on, to 3, where 150/s is three eighths: the knee is 8.
-    // Pooling the 350/s read at 6 into the 400/s before read it 7.25 (with
-    // THROUGHPUT_CLEARLY_HELD lowered to 0.85 to make it pool).
+    // So the cut goes on, by a third (DEEPER_CUT), to 4, where 200/s is
+    // half: the knee is 8. Pooling the 350/s read at 6 into the 400/s
+    // before read it 7.25 (with THROUGHPUT_CLEARLY_HELD lowered to 0.85 to
+    // make it pool).
     let mut estimator = backed_off_from_16_to_12();
     feed_until(&mut estimator, kept_full(true), probing);
     assert_eq!(estimator.limit(), 6);
@@ -1551,8 +1582,8 @@ fn a_probe_that_held_when_measured_again_cuts_deeper_without_lowering_the_knee()
     }
     assert_eq!(estimator.limit(), 6, "a second round, not a deeper cut");
     feed_until(&mut estimator, kept_fed(38, 0, 0, true), |e| e.limit() < 6);
-    assert_eq!(estimator.limit(), 3);
-    let knee = knee_when_the_probe_ends(&mut estimator, slots_kept_full(3, true));
+    assert_eq!(estimator.limit(), 4);
+    let knee = knee_when_the_probe_ends(&mut estimator, slots_kept_full(4, true));
     assert!((7.8..=8.2).contains(&knee), "{knee}");
 }
 
