@@ -82,8 +82,9 @@
 //!   `K = X * hold` there.
 //! - Throughput held, hold times still inflated: work queued inside; cut
 //!   again, by a third after a half cut (a cut just below the knee reads
-//!   "held" now and then, and halved again it would run far below it). The
-//!   throughput measured is the saturated one, pooled with the one before. Held only barely (a probe at three quarters of the knee
+//!   "held" now and then, and halved again it would run far below it).
+//!   The throughput measured is the saturated one, pooled with the one
+//!   before. Held only barely (a probe at three quarters of the knee
 //!   reads the same), where hold times cannot tell (no clean baseline yet,
 //!   or the service slowed down): measured again at the same limit first,
 //!   and judged on both rounds; a second cut would cost a round deep below
@@ -300,9 +301,10 @@ const THROUGHPUT_CLEARLY_HELD: f64 = 0.9;
 /// [`THROUGHPUT_HELD`] and [`THROUGHPUT_CLEARLY_HELD`]), with hold times
 /// not flat (no clean baseline yet, or the service slowed down), is
 /// ambiguous: a probe at three quarters of the knee reads 0.75, and so does
-/// one above the knee whose round happened to be slow. Cut again, it costs
-/// a round at half the limit, deep below the knee (after a slowdown in the
-/// lab, from 6 on a knee of 8 to 3). So it is measured again at the same
+/// one above the knee whose round happened to be slow. Cut again (by a
+/// third, see [`DEEPER_CUT`]), it costs a round below the knee (after a
+/// slowdown in the lab, from 6 on a knee of 8 to 4, half the throughput;
+/// to 3 when the cut halved). So it is measured again at the same
 /// limit, costing a quarter of the throughput for a round, and the two
 /// rounds pooled (twice the permits: their ratio's spread shrinks by about
 /// 1/√2) are held at this share: below it the probe stood below the knee
@@ -352,8 +354,11 @@ const SLOW_START_GROWTH: f64 = 1.25;
 /// throughput per permit measured.
 const REFRESH_DIVISOR: f64 = 1.5;
 /// A half cut's probe whose round held the throughput cuts the limit in
-/// force again by this much (a third), not by half: the first cut landed at most a half above
-/// the knee, or just below it with a round that read "held" by chance (a
+/// force again by this much (a third), not by half: the cut landed above
+/// the knee, mostly not far above it (the limits a probe halves, after a
+/// back-off or hold times that inflated, lie within about twice the knee,
+/// unless the knee itself fell), or just below it with a round that read
+/// "held" by chance (a
 /// cut to 7 on a knee of 8 reads 0.875 of the throughput, within one
 /// round's spread of [`THROUGHPUT_CLEARLY_HELD`]). Halved again, that
 /// round ran deep below the knee: in the lab's capacity drop, 7 to 3 for
@@ -1428,7 +1433,10 @@ impl Estimator {
     /// clean baseline was ever measured, see [`Estimator::probe_divisor`]):
     /// if the service merely got slower, throughput falls at once and the
     /// knee is found in one round. If throughput held, work was queueing
-    /// inside, and the next cut divides the limit as much again.
+    /// inside, and the next cut divides the limit in force again: by half
+    /// after a quarter cut (or by a quarter again while the limit descends
+    /// from a large initial one), by a third after a half cut (see
+    /// [`DEEPER_CUT`]).
     fn start_probe(&mut self, before: Throughput, cause: Cause) -> bool {
         if before.rate() <= 0.0 {
             // Rounds that finished nothing (their permits all given up on)

@@ -1186,9 +1186,9 @@ fn slowed_to_60_ms(slots: u64, limit: u32) -> [IntervalSamples; 3] {
 /// `estimator` (hold times of 20 ms believed, at a limit of 8 or more):
 /// half the slots run work whose callers hung up until the probe's first
 /// cut, so the throughput the probe is held against reads half what the
-/// service delivers, and at 3 slots (the cut below 4, by a third) the
-/// door's queue runs dry now and then (85% of the released slots find a
-/// waiter), where permits are held
+/// service delivers, and at its deeper cut, below 4 (3 after a half cut
+/// to 4, 2 after a quarter cut), the door's queue runs dry now and then
+/// (85% of the released slots find a waiter), where permits are held
 /// `deeper.hold_ms` (60, as at 4, unless a test says otherwise).
 struct DescentUnfedDeeper {
     /// Intervals from the probe's first cut until it ended.
@@ -1204,7 +1204,7 @@ struct DescentUnfedDeeper {
     estimator: Estimator,
 }
 
-/// The round at the deeper cut, 3 slots (see [`DescentUnfedDeeper`]).
+/// The round at the deeper cut, below 4 slots (see [`DescentUnfedDeeper`]).
 #[derive(Clone, Copy)]
 struct AtTheDeeperCut {
     hold_ms: u64,
@@ -1522,9 +1522,10 @@ fn a_probe_that_barely_held_is_measured_again_before_it_cuts_deeper() {
     // the permits, and the limit backs off to 12. Its probe halves it to 6,
     // where throughput reads 0.775 of the 400/s before (a knee of 8 gives
     // three quarters): held, but barely, with no clean baseline to tell
-    // whether work queues inside. Cutting again to 3 would cost a round at
-    // three eighths of the throughput; the probe measures a second round at
-    // 6 instead, and the two read the knee.
+    // whether work queues inside. Cutting again, to 4, would cost a round
+    // at half the throughput (to 3, as it once did, three eighths); the
+    // probe measures a second round at 6 instead, and the two read the
+    // knee.
     let mut estimator = backed_off_from_16_to_12();
     feed_until(&mut estimator, kept_full(true), probing);
     assert_eq!(estimator.limit(), 6);
@@ -2077,7 +2078,7 @@ fn the_round_right_after_a_back_off_is_not_what_a_probe_is_held_against() {
     // the first round at 12 that orphaned work still holds 2 of the 8
     // workers: the permits finish 300 a second, held 40 ms behind it. Held
     // against that round, the probe's cut to 6 read as much (300/s),
-    // "clearly held", and a second cut to 3 read the knee 6 for 8. Held
+    // "clearly held", and a second cut (then to 3) read the knee 6 for 8. Held
     // against the next round (400/s), the cut reads three quarters, twice,
     // and the knee 8.
     let mut estimator = backed_off_from_16_to_12();
