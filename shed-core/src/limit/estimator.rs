@@ -358,14 +358,16 @@ const REFRESH_DIVISOR: f64 = 1.5;
 /// the knee, mostly not far above it (the limits a probe halves, after a
 /// back-off or hold times that inflated, lie within about twice the knee,
 /// unless the knee itself fell), or just below it with a round that read
-/// "held" by chance (a
-/// cut to 7 on a knee of 8 reads 0.875 of the throughput, within one
-/// round's spread of [`THROUGHPUT_CLEARLY_HELD`]). Halved again, that
-/// round ran deep below the knee: in the lab's capacity drop, 7 to 3 for
-/// 1.4 s at three eighths of the throughput, the largest single loss of the
-/// drop. A third lands at 5, which still reads the knee clearly (5 of 8
-/// reads 0.625, below [`THROUGHPUT_HELD`]); a knee lower still costs one
-/// round more above it, where a round costs latency, not throughput.
+/// "held" by chance (a cut to 7 on a knee of 8 reads 0.875 of the
+/// throughput, within one round's spread of [`THROUGHPUT_CLEARLY_HELD`]).
+/// Halved again, that round ran deep below the knee: in a traced trial of
+/// the lab's capacity drop, 7 to 3 for 1.4 s at three eighths of the
+/// throughput. A third lands at 5, which still reads the knee clearly (5
+/// of 8 reads 0.625, below [`THROUGHPUT_HELD`]); a knee lower still costs
+/// one round more above it, where a round costs latency, not throughput
+/// (on one core, 7, 4, 3, 2 where halving went 7, 4, 2). Probe divisors
+/// are a quarter, a half or a refresh's third, so after a half cut or a
+/// third the next cut is this third.
 const DEEPER_CUT: f64 = 1.5;
 /// A probe whose permits were held up to this much longer than those of the
 /// rounds it is held against found no slower service, only a knee at or
@@ -1809,7 +1811,7 @@ impl Estimator {
             let divisor = if probe.divisor > 2.0 {
                 probe.divisor.min(self.probe_divisor())
             } else {
-                probe.divisor.min(DEEPER_CUT)
+                DEEPER_CUT
             };
             let cut = self.cut_for_probe(Probe {
                 before: saturated,

@@ -39,6 +39,15 @@ enum Work {
     Exponential(u64),
 }
 
+impl Work {
+    /// The mean service time, nanoseconds.
+    fn mean(self) -> u64 {
+        match self {
+            Work::Constant(ns) | Work::Exponential(ns) => ns,
+        }
+    }
+}
+
 /// A request the model tracks: when it arrived and when its permit was
 /// taken, in which epoch, and whether its caller is still there.
 struct Job {
@@ -152,14 +161,11 @@ impl Model {
 
     /// Twice the capacity of `workers` x `mean` ms.
     fn overloaded(initial: u32, workers: usize, work: Work) -> Model {
-        let mean = match work {
-            Work::Constant(ns) | Work::Exponential(ns) => ns,
-        };
         Model::new(
             initial,
             workers,
             work,
-            2.0 * workers as f64 * 1e9 / mean as f64,
+            2.0 * workers as f64 * 1e9 / work.mean() as f64,
         )
     }
 
@@ -340,11 +346,7 @@ impl Model {
         self.arriving.close_interval(arrivals, INTERVAL);
         self.completing.close_interval(completions, INTERVAL);
         samples.overloaded = if self.controller_overload {
-            let mean = match self.work {
-                Work::Constant(ns) | Work::Exponential(ns) => ns,
-            } as f64
-                * self.slowdown as f64
-                / 100.0;
+            let mean = self.work.mean() as f64 * self.slowdown as f64 / 100.0;
             let drain = self.workers as f64 * 1e9 / mean;
             let standing = !std::mem::replace(&mut self.door_ran_dry, self.door.is_empty());
             standing && self.arriving.outpaces(drain, 1_000.0, INTERVAL)
