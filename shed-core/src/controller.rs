@@ -243,6 +243,28 @@ impl Controller {
             .map(|mean| (mean / u64::from(limit.max(1))).max(1))
     }
 
+    /// Completions per second the service is held to sustain, once a
+    /// service time is known: the drain rate of `sustained.limit`, and no
+    /// more than the throughput an adaptive limit's probe measured before
+    /// its cut ([`Sustained::rate`]). The overload verdict compares the
+    /// offered load with it, and the door judges surges and which ranks it
+    /// drains with room to spare by it.
+    ///
+    /// A probe's cut shortens the hold times of a service whose work takes
+    /// longer the more of it runs at once (one core; any service above its
+    /// knee), and the limit it cut from over those hold times reads a drain
+    /// the service never had: in the lab's CPU-bound step at 2x, 7 slots
+    /// over the 40-46 ms a cut to 2 or 3 held its permits read 150-175
+    /// requests a second from a core that finishes 97. Judged against that,
+    /// the load passing the level never outpaced the service, the level
+    /// relaxed through the probe, and the door's queue grew to 26 requests
+    /// at 2 slots: a p99 of 228 ms in that step, in the full run of e0a3ffa
+    /// (the test `a_probe_holds_the_drain_to_the_throughput_before_its_cut`).
+    pub(crate) fn sustained_drain(&self, sustained: Sustained) -> Option<f64> {
+        let drain = self.drain_rate(sustained.limit)?;
+        Some(sustained.rate.map_or(drain, |rate| drain.min(rate)))
+    }
+
     /// Completions per second with every one of `limit` slots busy, once a
     /// service time is known: from the steady mean. The overload verdict
     /// compares the offered load with it, and the stats report it.
@@ -345,8 +367,9 @@ impl Controller {
     /// passed the level, and at least [`HANG_UPS_AT_LEAST`]): their work was
     /// admitted for nobody, whatever the queue looked like.
     ///
-    /// `limit` is the limit the service is held to sustain, which gives the
-    /// drain rate: under an adaptive limit, a probe's brief cut is left out,
+    /// `sustained` is what the service is held to sustain, which gives the
+    /// drain rate ([`Controller::sustained_drain`]): under an adaptive
+    /// limit, a probe's brief cut is left out,
     /// or every probe at 90% load would read as overload and shed (as
     /// Envoy's minimum-RTT probes did: envoyproxy/envoy PR 9007).
     /// `measured`: whether the interval's completions were measured (see
@@ -355,7 +378,7 @@ impl Controller {
         &self,
         _claim: &Claim<'_>,
         now: u64,
-        limit: u32,
+        sustained: Sustained,
         tallies: Tallies,
         measured: bool,
         config: &Config,
@@ -396,7 +419,9 @@ impl Controller {
         // busy) is about what any request waits for the next slot to free;
         // a shorter wait is no sign of a standing queue, so the target is
         // never below it (this matters for slow services with few slots).
-        let natural_wait = self.slot_time(limit).map_or(0, |slot_time| slot_time / 2);
+        let natural_wait = self
+            .slot_time(sustained.limit)
+            .map_or(0, |slot_time| slot_time / 2);
         let target = config.live.target_sojourn().max(natural_wait);
         let standing_queue = min_sojourn != NO_SAMPLE && min_sojourn > target;
         let arrivals: u64 = passed.iter().sum();
@@ -407,7 +432,7 @@ impl Controller {
         // load is a burst being worked off; shedding it refuses work an
         // unprotected server would serve.
         self.offered.close_interval(arrivals, elapsed);
-        let drain = self.drain_rate(limit);
+        let drain = self.sustained_drain(sustained);
         let since_seen = |seen: &AtomicU64, total: u64| {
             total.saturating_sub(seen.swap(total, Ordering::Relaxed))
         };
@@ -451,6 +476,18 @@ impl Controller {
             outrun: !idle && self.arriving.clearly_outruns(&self.completing),
         }
     }
+}
+
+/// What the service is held to sustain while an interval closes or the
+/// door judges a surge.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Sustained {
+    /// The limit in force, or during an adaptive limit's probe the one it
+    /// cut from (a probe's cut lasts only a round).
+    pub(crate) limit: u32,
+    /// During an adaptive limit's probe, the throughput (permits finished
+    /// per second) it measured with the service saturated before its cut.
+    pub(crate) rate: Option<f64>,
 }
 
 /// What the engine counted, read where an interval closes: the interval's
@@ -596,6 +633,52 @@ mod tests {
         passed
     }
 
+    const EIGHT: Sustained = Sustained {
+        limit: 8,
+        rate: None,
+    };
+
+    #[test]
+    fn a_probe_holds_the_drain_to_the_throughput_before_its_cut() {
+        // The lab's CPU-bound step at 2x: a probe cut 7 slots on one core
+        // (97 requests a second) to 2 or 3, whose permits were held 40 ms,
+        // while 150 a second passed the level and stood in the door's queue.
+        // 7 slots over 40 ms read a drain of 175 a second, which 150 never
+        // outpace; the probe measured 97 before its cut.
+        let config = crate::Shedder::builder().validate().expect("defaults");
+        let overloaded_intervals = |rate: Option<f64>| {
+            let controller = Controller::new(&config);
+            let sustained = Sustained { limit: 7, rate };
+            (1..=10u64)
+                .filter(|interval| {
+                    for _ in 0..15 {
+                        controller.record_passed_level(Rank::ALL[5]);
+                        controller.record_sojourn(Rank::ALL[5], 20_000_000);
+                    }
+                    for _ in 0..10 {
+                        controller.record_completion(40_000_000, &config);
+                    }
+                    let now = interval * config.interval;
+                    let claim = controller.claim(now, true, &config).expect("a claim");
+                    let closed = controller.update(
+                        &claim,
+                        now,
+                        sustained,
+                        Tallies::default(),
+                        true,
+                        &config,
+                    );
+                    closed.overloaded
+                })
+                .count()
+        };
+        assert_eq!(overloaded_intervals(None), 0, "175 a second drains 150");
+        assert!(
+            overloaded_intervals(Some(97.0)) >= 5,
+            "150 a second outpace the 97 the service finished before the cut"
+        );
+    }
+
     #[test]
     fn an_interval_closed_says_whether_the_level_shed_during_it() {
         // The adaptive limit reads it: a raised round that drained the
@@ -604,7 +687,7 @@ mod tests {
         let controller = Controller::new(&config);
         let close = |now: u64| {
             let claim = controller.claim(now, true, &config).expect("a claim");
-            controller.update(&claim, now, 8, Tallies::default(), true, &config)
+            controller.update(&claim, now, EIGHT, Tallies::default(), true, &config)
         };
         assert!(!close(config.interval).shedding);
         controller.level.store(5 * 128, Ordering::Relaxed);
@@ -629,7 +712,7 @@ mod tests {
             tallies.completed += 40;
             let now = interval * config.interval;
             let claim = controller.claim(now, true, &config).expect("a claim");
-            controller.update(&claim, now, 8, tallies, true, &config)
+            controller.update(&claim, now, EIGHT, tallies, true, &config)
         };
         for interval in 1..=20 {
             assert!(!close(interval, 40, 3).outrun, "interval {interval}");

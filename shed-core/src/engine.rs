@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::arrival::{CohortSource, DeadlineSource};
 use crate::config::{nanos, Config, LimitConfig};
-use crate::controller::{Controller, Tallies};
+use crate::controller::{Controller, Sustained, Tallies};
 use crate::instruments::Gauges;
 use crate::limit::{Ending, Estimator, Sampler};
 use crate::mode::Mode;
@@ -64,6 +64,10 @@ pub(crate) struct Engine {
     /// during an adaptive limit's probe the one it cut from. Waits are
     /// predicted with it, since a probe's cut lasts only a round.
     sustained_limit: AtomicU32,
+    /// During an adaptive limit's probe, the throughput it measured before
+    /// its cut (`f64` bits; 0 otherwise): the drain is held to it (see
+    /// [`Controller::sustained_drain`](crate::controller::Controller::sustained_drain)).
+    sustained_rate: AtomicU64,
     counters: Counters,
     /// Warns when shedding starts and stops.
     shedding_log: SheddingLog,
@@ -127,6 +131,7 @@ impl Engine {
             queues: Mutex::new(WaitQueues::new()),
             queue_lens: Default::default(),
             sustained_limit: AtomicU32::new(config.limit.initial()),
+            sustained_rate: AtomicU64::new(0),
             counters: Counters::default(),
             shedding_log: SheddingLog::new(),
             rehearsal: parking_lot::Mutex::new(RehearsedQueue::default()),
@@ -243,6 +248,15 @@ impl Engine {
     /// The limit the service is held to sustain (see the field).
     fn sustained_limit(&self) -> u32 {
         self.sustained_limit.load(Ordering::Relaxed)
+    }
+
+    /// What the service is held to sustain (see the fields).
+    fn sustained(&self) -> Sustained {
+        let rate = f64::from_bits(self.sustained_rate.load(Ordering::Relaxed));
+        Sustained {
+            limit: self.sustained_limit(),
+            rate: (rate > 0.0).then_some(rate),
+        }
     }
 
     /// The whole door: judge, then take a slot, wait, or refuse. In shadow
@@ -780,7 +794,7 @@ impl Engine {
     /// Whether more requests are arriving than the sustained limit drains
     /// and the overload's queue holds.
     fn surging(&self, now: u64) -> bool {
-        let drain = self.controller.drain_rate(self.sustained_limit());
+        let drain = self.controller.sustained_drain(self.sustained());
         drain.is_some_and(|drain| self.controller.surging(now, drain, OVERLOAD_QUEUE))
     }
 
@@ -934,7 +948,7 @@ impl Engine {
         let closed = self.controller.update(
             &claim,
             now,
-            self.sustained_limit(),
+            self.sustained(),
             tallies,
             measured,
             &self.config,
@@ -1017,6 +1031,7 @@ impl Engine {
             }
             None => {
                 self.sustained_limit.store(limit, Ordering::Relaxed);
+                self.sustained_rate.store(0, Ordering::Relaxed);
                 self.apply_limit(limit, now);
             }
         }
@@ -1043,6 +1058,8 @@ impl Engine {
     fn follow(&self, estimator: &Estimator, now: u64) {
         self.sustained_limit
             .store(estimator.sustained_limit(), Ordering::Relaxed);
+        let rate = estimator.sustained_rate().unwrap_or(0.0);
+        self.sustained_rate.store(rate.to_bits(), Ordering::Relaxed);
         if estimator.limit() != self.slots.limit() {
             self.apply_limit(estimator.limit(), now);
         }

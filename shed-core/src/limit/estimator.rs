@@ -665,6 +665,21 @@ impl Estimator {
         to_limit(self.sustained_estimate(), &self.settings)
     }
 
+    /// During a probe, the throughput (permits finished per second) it
+    /// measured with the service saturated before its cut, which its rounds
+    /// are held against: what the service is held to sustain while the cut
+    /// lasts. The limit it cut from over the cut's hold times reads more
+    /// from a service whose work takes longer the more of it runs (see
+    /// `Controller::sustained_drain`).
+    pub(crate) fn sustained_rate(&self) -> Option<f64> {
+        match self.phase {
+            Phase::Probing { probe, .. } => {
+                Some(probe.before.rate()).filter(|rate| rate.is_finite() && *rate > 0.0)
+            }
+            _ => None,
+        }
+    }
+
     /// The estimate behind [`sustained_limit`](Estimator::sustained_limit):
     /// during a probe, the one it cut from.
     fn sustained_estimate(&self) -> f64 {

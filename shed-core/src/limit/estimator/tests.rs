@@ -616,6 +616,34 @@ fn the_limit_never_leaves_its_bounds() {
     );
 }
 
+/// 8 workers of 20 ms finish 400 permits a second. While a probe's cut
+/// lasts, the service is held to what it finished before the cut, not to
+/// the limit it cut from over the cut's shorter hold times (64 slots over
+/// the 20 ms of a cut to 16 would read 3,200 a second): the door's drain is
+/// capped by it (`Controller::sustained_drain`). Outside a probe's cut
+/// nothing caps it.
+#[test]
+fn while_a_probe_cuts_the_service_is_held_to_the_400_a_second_it_finished_before() {
+    let mut model = Model::overloaded(64, 8, Work::Exponential(20 * MS));
+    let mut cuts = 0;
+    for _ in 0..300 {
+        model.run(1);
+        let estimator = &model.estimator;
+        match estimator.sustained_rate() {
+            Some(rate) => {
+                assert!(estimator.sustained_limit() > estimator.limit());
+                assert!((300.0..=500.0).contains(&rate), "{rate} a second");
+                cuts += 1;
+            }
+            None => assert!(
+                estimator.sustained_limit() <= estimator.limit()
+                    || estimator.beliefs().phase != "probing",
+            ),
+        }
+    }
+    assert!(cuts >= 2, "{cuts} intervals under a probe's cut seen");
+}
+
 #[test]
 fn while_it_probes_the_sustained_limit_is_the_one_it_left_while_it_raises_the_raised_one() {
     let mut model = Model::overloaded(64, 8, Work::Exponential(20 * MS));
