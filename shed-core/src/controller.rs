@@ -266,8 +266,9 @@ impl Controller {
     }
 
     /// Completions per second with every one of `limit` slots busy, once a
-    /// service time is known: from the steady mean. The overload verdict
-    /// compares the offered load with it, and the stats report it.
+    /// service time is known: from the steady mean. The stats report it,
+    /// and the overload verdict compares the offered load with it through
+    /// [`Controller::sustained_drain`].
     pub(crate) fn drain_rate(&self, limit: u32) -> Option<f64> {
         let mean = if self.unmeasured.load(Ordering::Relaxed) {
             self.service.settled_mean()
@@ -483,10 +484,11 @@ impl Controller {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Sustained {
     /// The limit in force, or during an adaptive limit's probe the one it
-    /// cut from (a probe's cut lasts only a round).
+    /// cut from (a probe's cuts last a round or a few).
     pub(crate) limit: u32,
     /// During an adaptive limit's probe, the throughput (permits finished
-    /// per second) it measured with the service saturated before its cut.
+    /// per second) its rounds are held against: what the service finished
+    /// before its cut, the load holding it full.
     pub(crate) rate: Option<f64>,
 }
 

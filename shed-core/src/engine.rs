@@ -791,8 +791,8 @@ impl Engine {
         }
     }
 
-    /// Whether more requests are arriving than the sustained limit drains
-    /// and the overload's queue holds.
+    /// Whether more requests are arriving than the service is held to drain
+    /// ([`Engine::sustained`]) and the overload's queue holds.
     fn surging(&self, now: u64) -> bool {
         let drain = self.controller.sustained_drain(self.sustained());
         drain.is_some_and(|drain| self.controller.surging(now, drain, OVERLOAD_QUEUE))

@@ -311,7 +311,7 @@ fn at_four_times_the_drain_rate_a_door_whose_level_sheds_most_keeps_eight_waiter
 
 /// An adaptive limit's probe cuts the limit in force (16 to 4 here, a
 /// quarter while no clean baseline was measured) for a round, while the
-/// drain the service is held to sustain stays that of 16 slots. The
+/// limit the service is held to sustain stays 16. The
 /// overload's queue is still eight waiters long, counted in the probe's
 /// slot times: bounded by one mean service time, it would shrink to four,
 /// and the important requests the cut drain still serves would be refused

@@ -665,9 +665,9 @@ impl Estimator {
         to_limit(self.sustained_estimate(), &self.settings)
     }
 
-    /// During a probe, the throughput (permits finished per second) it
-    /// measured with the service saturated before its cut, which its rounds
-    /// are held against: what the service is held to sustain while the cut
+    /// During a probe, the throughput (permits finished per second) its
+    /// rounds are held against, measured before its cut while the load held
+    /// the service full: what the service is held to sustain while the cut
     /// lasts. The limit it cut from over the cut's hold times reads more
     /// from a service whose work takes longer the more of it runs (see
     /// `Controller::sustained_drain`).

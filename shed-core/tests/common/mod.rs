@@ -149,13 +149,18 @@ struct Parked {
 }
 
 /// A deterministic service: every admitted request holds its permit for a
-/// fixed service time of simulated time; waiting requests are polled when
-/// their waker fires or when their time in the queue runs out (as a host with
-/// a timer would).
+/// fixed service time of simulated time, or on [`Sim::one_core`] for its
+/// work shared with every other request in service; waiting requests are
+/// polled when their waker fires or when their time in the queue runs out
+/// (as a host with a timer would).
 pub struct Sim {
     pub clock: ManualClock,
     pub shedder: Shedder,
     service: Duration,
+    /// Whether requests in service share one core (processor sharing).
+    one_core: bool,
+    /// Per request in service: when it finishes, or on one core the work
+    /// it has left.
     serving: Vec<(Duration, Permit)>,
     parked: Vec<Parked>,
     /// Requests served after waiting in the queue.
@@ -171,10 +176,30 @@ impl Sim {
             clock,
             shedder,
             service,
+            one_core: false,
             serving: Vec::new(),
             parked: Vec::new(),
             served_after_waiting: 0,
             refused_in_queue: Vec::new(),
+        }
+    }
+
+    /// A service of one core: each request needs `work` of it, and the
+    /// requests in service share it equally, so that `n` of them at once
+    /// each take `n` times as long (CPU-bound handlers that yield).
+    pub fn one_core(builder: ShedderBuilder, work: Duration) -> Sim {
+        Sim {
+            one_core: true,
+            ..Sim::new(builder, work)
+        }
+    }
+
+    /// When a request admitted now finishes, or on one core the work it needs.
+    fn service_entry(&self) -> Duration {
+        if self.one_core {
+            self.service
+        } else {
+            self.elapsed() + self.service
         }
     }
 
@@ -193,9 +218,24 @@ impl Sim {
     pub fn advance(&mut self, by: Duration) {
         self.clock.advance(by);
         let now = self.elapsed();
+        if self.one_core && !self.serving.is_empty() {
+            // Advance in steps short against the work for the sharing to hold.
+            let share = by / self.serving.len() as u32;
+            for (left, _) in &mut self.serving {
+                *left = left.saturating_sub(share);
+            }
+        }
+        let one_core = self.one_core;
+        let done = move |entry: &Duration| {
+            if one_core {
+                entry.is_zero()
+            } else {
+                *entry <= now
+            }
+        };
         let mut index = 0;
         while index < self.serving.len() {
-            if self.serving[index].0 <= now {
+            if done(&self.serving[index].0) {
                 drop(self.serving.swap_remove(index));
             } else {
                 index += 1;
@@ -223,7 +263,7 @@ impl Sim {
                     match verdict {
                         Ok(permit) => {
                             self.served_after_waiting += 1;
-                            self.serving.push((self.elapsed() + self.service, permit));
+                            self.serving.push((self.service_entry(), permit));
                         }
                         Err(rejection) => self.refused_in_queue.push(rejection),
                     }
@@ -236,7 +276,7 @@ impl Sim {
     pub fn arrive(&mut self, arrival: Arrival) -> Door {
         match self.shedder.admit(&arrival) {
             Admission::Admitted(permit) => {
-                self.serving.push((self.elapsed() + self.service, permit));
+                self.serving.push((self.service_entry(), permit));
                 Door::Admitted
             }
             Admission::Queued(mut waiter) => {

@@ -619,9 +619,9 @@ fn the_limit_never_leaves_its_bounds() {
 /// 8 workers of 20 ms finish 400 permits a second. While a probe's cut
 /// lasts, the service is held to what it finished before the cut, not to
 /// the limit it cut from over the cut's shorter hold times (64 slots over
-/// the 20 ms of a cut to 16 would read 3,200 a second): the door's drain is
-/// capped by it (`Controller::sustained_drain`). Outside a probe's cut
-/// nothing caps it.
+/// the 20 ms of a cut to 8 or below would read 3,200 a second): the door's
+/// drain is capped by it (`Controller::sustained_drain`). Outside a probe's
+/// cut nothing caps it.
 #[test]
 fn while_a_probe_cuts_the_service_is_held_to_the_400_a_second_it_finished_before() {
     let mut model = Model::overloaded(64, 8, Work::Exponential(20 * MS));
