@@ -673,9 +673,8 @@ impl Estimator {
     /// `Controller::sustained_drain`).
     pub(crate) fn sustained_rate(&self) -> Option<f64> {
         match self.phase {
-            Phase::Probing { probe, .. } => {
-                Some(probe.before.rate()).filter(|rate| rate.is_finite() && *rate > 0.0)
-            }
+            // A throughput is over at least a nanosecond, so finite.
+            Phase::Probing { probe, .. } => Some(probe.before.rate()).filter(|rate| *rate > 0.0),
             _ => None,
         }
     }

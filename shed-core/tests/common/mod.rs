@@ -159,8 +159,7 @@ pub struct Sim {
     service: Duration,
     /// Whether requests in service share one core (processor sharing).
     one_core: bool,
-    /// Per request in service: when it finishes, or on one core the work
-    /// it has left.
+    /// Per request in service: the service time it still needs.
     serving: Vec<(Duration, Permit)>,
     parked: Vec<Parked>,
     /// Requests served after waiting in the queue.
@@ -194,15 +193,6 @@ impl Sim {
         }
     }
 
-    /// When a request admitted now finishes, or on one core the work it needs.
-    fn service_entry(&self) -> Duration {
-        if self.one_core {
-            self.service
-        } else {
-            self.elapsed() + self.service
-        }
-    }
-
     /// Simulated time since the start.
     pub fn elapsed(&self) -> Duration {
         self.clock.elapsed()
@@ -217,30 +207,17 @@ impl Sim {
     /// take their verdict.
     pub fn advance(&mut self, by: Duration) {
         self.clock.advance(by);
-        let now = self.elapsed();
-        if self.one_core && !self.serving.is_empty() {
-            // Advance in steps short against the work for the sharing to hold.
-            let share = by / self.serving.len() as u32;
-            for (left, _) in &mut self.serving {
-                *left = left.saturating_sub(share);
-            }
-        }
-        let one_core = self.one_core;
-        let done = move |entry: &Duration| {
-            if one_core {
-                entry.is_zero()
-            } else {
-                *entry <= now
-            }
+        // On one core the requests in service share the time (advance in
+        // steps short against the work for the sharing to hold).
+        let served = if self.one_core && !self.serving.is_empty() {
+            by / self.serving.len() as u32
+        } else {
+            by
         };
-        let mut index = 0;
-        while index < self.serving.len() {
-            if done(&self.serving[index].0) {
-                drop(self.serving.swap_remove(index));
-            } else {
-                index += 1;
-            }
+        for (left, _) in &mut self.serving {
+            *left = left.saturating_sub(served);
         }
+        self.serving.retain(|(left, _)| !left.is_zero());
         self.poll_parked();
     }
 
@@ -263,7 +240,7 @@ impl Sim {
                     match verdict {
                         Ok(permit) => {
                             self.served_after_waiting += 1;
-                            self.serving.push((self.service_entry(), permit));
+                            self.serving.push((self.service, permit));
                         }
                         Err(rejection) => self.refused_in_queue.push(rejection),
                     }
@@ -276,7 +253,7 @@ impl Sim {
     pub fn arrive(&mut self, arrival: Arrival) -> Door {
         match self.shedder.admit(&arrival) {
             Admission::Admitted(permit) => {
-                self.serving.push((self.service_entry(), permit));
+                self.serving.push((self.service, permit));
                 Door::Admitted
             }
             Admission::Queued(mut waiter) => {
