@@ -214,11 +214,25 @@
 //! decision (64, or fewer at small limits), spanning at least two mean hold
 //! times. A round that has not filled within `max_round` gives up without a
 //! decision, so a quiet service keeps its limit.
+//!
+//! # Where each part lives
+//!
+//! This module holds the state, the round's bookkeeping and the decision
+//! that routes a round by phase. Each phase's decisions live in their own
+//! module: `slow_start`, `steady` (the delivery rule, the headroom, when a
+//! refresh is due), `refresh` (its raised round), `probe` (cuts and what
+//! their rounds read) and `belief` (what a reading does to the knee and
+//! the baseline believed). `measures` and `readings` are what they read.
 
 use std::time::Duration;
 
+mod belief;
 mod measures;
+mod probe;
 mod readings;
+mod refresh;
+mod slow_start;
+mod steady;
 
 pub(crate) use measures::IntervalSamples;
 use measures::{mean, Pooled, Signal, Streak, Throughput};
@@ -312,11 +326,6 @@ const THROUGHPUT_CLEARLY_HELD: f64 = 0.9;
 /// limit, 1 / 0.85, bounded by the ceiling), at or above it the cut goes
 /// on.
 const HELD_TWICE: f64 = 0.85;
-/// A probe whose throughput held with hold times at most this share over
-/// the clean baseline stands at the knee: nothing waits inside, and the
-/// concurrency it measured is all the service runs at once (at 1.2 times the
-/// knee, hold times are 1.2 times the baseline).
-const AT_THE_KNEE: f64 = 1.1;
 /// Hold times below this share of the baseline mean the service got faster.
 const FASTER: f64 = 0.75;
 /// A probe round whose throughput rose to this share of the throughput
@@ -347,12 +356,6 @@ const FED_SHARE: f64 = 0.9;
 /// In slow start, a fed round whose throughput grew by less than this over
 /// the last one (at half the limit) has passed the knee.
 const SLOW_START_GROWTH: f64 = 1.25;
-/// A refresh's probe cuts the limit by this much (a third): the knee is
-/// known, so the cut need not go far below it to read it (a probe that
-/// holds throughput with flat hold times stands at or below the knee, and
-/// reads it as well as one that halves), and a shallower cut costs less
-/// throughput per permit measured.
-const REFRESH_DIVISOR: f64 = 1.5;
 /// A half cut's probe whose round held the throughput cuts the limit in
 /// force again by this much (a third), not by half: the cut landed above
 /// the knee, mostly not far above it (the limits a probe halves, after a
@@ -369,32 +372,6 @@ const REFRESH_DIVISOR: f64 = 1.5;
 /// are a quarter, a half or a refresh's third, so after a half cut or a
 /// third the next cut is this third.
 const DEEPER_CUT: f64 = 1.5;
-/// A probe whose permits were held up to this much longer than those of the
-/// rounds it is held against found no slower service, only a knee at or
-/// above the limit those rounds had (see [`Estimator::probe_measured`]);
-/// longer, the service slowed down. One round's mean hold time varies by a
-/// tenth or more.
-const NO_SLOWER: f64 = 1.3;
-/// A refresh raises the limit (or the knee, if higher) by this much for a
-/// round before its probe: a knee read up to a fifth low still lies below
-/// the raised limit, so the throughput measured there is the saturated one,
-/// and one read lower is raised by this much at least. The round costs some
-/// latency (a third more hold time, for a knee read right), not throughput.
-const RAISE: f64 = 1.25;
-/// A raised round whose throughput grew by at least this share of the
-/// raise (in slots) over what the limit in force delivered shows that limit
-/// below the knee. A raise from 7 to 9 on a knee of 8 grows throughput by
-/// 14%, half the raise. A raised round of 128 permits and the 256 or more
-/// it is held against vary by about a tenth together, so a round that
-/// reads a tenth more (a third of the raise there) goes on for as long
-/// again before it is believed.
-const RAISE_GREW: f64 = 0.35;
-/// The least limit a raised round looks above for a knee read low (see
-/// [`Estimator::can_compare`]).
-const MIN_RAISED_FROM: f64 = 3.0;
-/// Fewest released permits of the limit in force a raised round is held
-/// against: fewer, and the comparison is left to the probe.
-const RAISED_AGAINST: u64 = 256;
 /// Rounds in a row with inflated (or fallen) hold times that call for a
 /// probe.
 const SIGNAL_ROUNDS: u32 = 2;
@@ -455,30 +432,36 @@ enum Phase {
     SlowStart,
     /// Tracking the knee.
     Steady,
-    /// The limit was cut from `from`, for `probe`; `cut_from` is the limit
-    /// this cut came down from: `from` for a probe's first cut, the last
-    /// cut whose round held the throughput deeper in a descent.
-    /// `first_round`: a round at this cut that held only barely, to be
-    /// pooled with the next (see [`HELD_TWICE`]): its throughput and clean
-    /// hold time. `starved`: a round at this cut was not fed in an
-    /// overload, and is being measured again (a descent's only, not a
-    /// refresh's). `sped_up`: the last round at this cut read a faster
-    /// service, and is being measured again (see [`SPED_UP`]).
-    /// `hold_above`: deeper in a descent, the clean hold time of the round
-    /// at `cut_from` that held the throughput.
-    Probing {
-        probe: Probe,
-        from: f64,
-        cut_from: f64,
-        first_round: Option<(Throughput, f64)>,
-        starved: bool,
-        sped_up: bool,
-        hold_above: Option<f64>,
-    },
+    /// A probe's cut is in force (see [`Cut`]).
+    Probing(Cut),
     /// A refresh first raises the limit for a round, so that the
     /// throughput its probe is held against is measured above the knee even
     /// when the limit in force lies below it.
     Raising(Raise),
+}
+
+/// A probe's cut under way (see [`Phase::Probing`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Cut {
+    /// What the probe is held against, and why it runs.
+    probe: Probe,
+    /// The limit the probe first cut from.
+    from: f64,
+    /// The limit this cut came down from: `from` for a probe's first cut,
+    /// the last cut whose round held the throughput deeper in a descent.
+    cut_from: f64,
+    /// A round at this cut that held only barely, to be pooled with the
+    /// next (see [`HELD_TWICE`]): its throughput and clean hold time.
+    first_round: Option<(Throughput, f64)>,
+    /// A round at this cut was not fed in an overload, and is being
+    /// measured again (a descent's only, not a refresh's).
+    starved: bool,
+    /// The last round at this cut read a faster service, and is being
+    /// measured again (see [`SPED_UP`]).
+    sped_up: bool,
+    /// Deeper in a descent, the clean hold time of the round at `cut_from`
+    /// that held the throughput.
+    hold_above: Option<f64>,
 }
 
 /// A refresh's raised round under way (see [`Phase::Raising`]).
@@ -674,7 +657,9 @@ impl Estimator {
     pub(crate) fn sustained_rate(&self) -> Option<f64> {
         match self.phase {
             // A throughput is over at least a nanosecond, so finite.
-            Phase::Probing { probe, .. } => Some(probe.before.rate()).filter(|rate| *rate > 0.0),
+            Phase::Probing(Cut { probe, .. }) => {
+                Some(probe.before.rate()).filter(|rate| *rate > 0.0)
+            }
             _ => None,
         }
     }
@@ -683,7 +668,7 @@ impl Estimator {
     /// during a probe, the one it cut from.
     fn sustained_estimate(&self) -> f64 {
         match self.phase {
-            Phase::Probing { from, .. } => from,
+            Phase::Probing(Cut { from, .. }) => from,
             _ => self.limit,
         }
     }
@@ -694,7 +679,7 @@ impl Estimator {
         self.knee = None;
         self.knees.clear();
         self.recheck_raise = false;
-        if matches!(self.phase, Phase::Probing { .. } | Phase::Raising { .. }) {
+        if matches!(self.phase, Phase::Probing(_) | Phase::Raising(_)) {
             self.phase = Phase::Steady;
         }
         self.restart_round();
@@ -723,7 +708,7 @@ impl Estimator {
             phase: match self.phase {
                 Phase::SlowStart => "slow start",
                 Phase::Steady => "steady",
-                Phase::Probing { .. } | Phase::Raising { .. } => "probing",
+                Phase::Probing(_) | Phase::Raising(_) => "probing",
             },
             probes: self.probes,
             back_offs: self.back_offs,
@@ -787,7 +772,7 @@ impl Estimator {
             // while: twice the full count, fewer only at tiny limits. A
             // refresh's raised round costs no throughput: twice the count,
             // and twice that once it reads more than the limit in force.
-            Phase::Probing { .. } => (16 * limit).clamp(full, 2 * full),
+            Phase::Probing(_) => (16 * limit).clamp(full, 2 * full),
             Phase::Raising(Raise { extended, .. }) => {
                 if extended {
                     4 * full
@@ -821,137 +806,8 @@ impl Estimator {
         if let Phase::Raising(raise) = self.phase {
             return self.raised(raise, round, fed);
         }
-        if let Phase::Probing {
-            probe,
-            from,
-            cut_from,
-            first_round,
-            starved,
-            sped_up,
-            hold_above,
-        } = self.phase
-        {
-            if !fed {
-                tracing::debug!(
-                    limit = self.limit,
-                    from,
-                    overloaded = round.overloaded,
-                    handed_off = round.handed_off,
-                    released = round.released,
-                    clean_hold_ms = clean_hold(round).map(|hold| hold / 1e6),
-                    "adaptive limit: a probe round was not fed"
-                );
-                // Unfed for want of callers willing to wait, the round still
-                // measured how long the service holds its permits: deeper in
-                // a descent, that may say the cut above held on a queue that
-                // was not there, and measuring it again would only keep the
-                // limit at a few slots for seconds more. (A refresh's probe
-                // learns no baseline on its own: see `believe`.)
-                if let (Some(above), Some(hold)) = (hold_above, clean_hold(round)) {
-                    if round.overloaded
-                        && probe.cause == Cause::Evidence
-                        && about_as_long(above, hold)
-                    {
-                        return self.no_queue_where_it_held(hold, from);
-                    }
-                }
-                if round.overloaded && !starved && probe.cause == Cause::Evidence {
-                    // The door's refusals, not a lack of callers, emptied
-                    // its queue: a cut builds a queue at the door, and the
-                    // controller sheds against it (in the lab's CPU-bound
-                    // 2x step, 61 of 70 slots released at 4 found a
-                    // waiter). The load is there: measure again, once.
-                    // Abandoned, that probe went back to 16 on a service
-                    // of 2 slots, the next one halved where slow start's
-                    // quarters, and the knee was found seconds later (a
-                    // p99 of 238 ms, against 70 ms). A refresh's probe is
-                    // abandoned at once: it goes back to the limit the
-                    // knee believed set, and a second round a third below
-                    // it cost a capacity drop 1.0 s at 6 of 8 slots.
-                    if let Phase::Probing { starved, .. } = &mut self.phase {
-                        *starved = true;
-                    }
-                    return false;
-                }
-                // The load fell away during the probe: its throughput says
-                // nothing about the service. Back to the limit this cut came
-                // down from: where the probe began, or, deeper in a descent,
-                // the last cut whose round held the throughput before it (it
-                // delivers what the service did). Back where the descent
-                // began, a probe at 1 on a service of one slot, starved
-                // twice, put the limit back at 16 in the estimator's model.
-                return self.abandon_probe(cut_from);
-            }
-            // The round began once the older permits had drained, and the
-            // service was kept full: every release counts its throughput.
-            let Some(hold) = clean_hold(round) else {
-                // Every permit of the round was given up on: it tells no
-                // knee and no baseline (read as the baseline, the hang-ups'
-                // 1 ms took a limit of 8 to its floor: the test
-                // a_probe_round_that_finished_nothing_reads_no_knee_and_no_baseline).
-                // The probe ends where it stands, not back where it cut
-                // from: in a stall, that would undo the cut, and the next
-                // rounds, finishing nothing too, back off from here.
-                tracing::debug!(
-                    samples = round.samples,
-                    censored = round.censored,
-                    "adaptive limit: a probe round finished nothing"
-                );
-                return self.abandon_probe(self.limit);
-            };
-            let measured = Throughput::of(round);
-            tracing::debug!(
-                samples = round.samples,
-                censored = round.censored,
-                completed_hold_ms = completed_hold.map(|hold| hold / 1e6),
-                clean_hold_ms = hold / 1e6,
-                "adaptive limit: a probe round's hold times"
-            );
-            let faster = self.faster_than_before(probe.before, round);
-            if faster {
-                tracing::debug!(
-                    rate = measured.rate(),
-                    before = probe.before.rate(),
-                    hold_ms = hold / 1e6,
-                    in_a_row = sped_up,
-                    "adaptive limit: a probe round read a faster service"
-                );
-            }
-            if faster && sped_up {
-                // Twice in a row: the service got faster during the probe.
-                // Back to where the probe cut from, but no higher than the
-                // knee's floor: there hold times stand below the baseline
-                // and call for a probe of their own (the `Faster` signal),
-                // which measures the knee and a new baseline. Higher (the
-                // headroom's top, or where an inflated round's probe began),
-                // they can lie between the `Faster` and the `Inflated`
-                // thresholds, and the delivery rule, held to the old
-                // baseline, would raise the limit over the knee (the test
-                // a_speed_up_at_a_refresh_probe_from_the_headrooms_top_...).
-                // The low headroom alone: with one reading's margin the
-                // floor lies near the headroom's top (10 for a knee of 8.3).
-                let low = self.settings.headroom.0;
-                let back_to = self
-                    .knee
-                    .map_or(from, |knee| from.min(floor_above(knee, low)));
-                return self.abandon_probe(back_to);
-            }
-            if let Phase::Probing { sped_up, .. } = &mut self.phase {
-                *sped_up = faster;
-            }
-            if faster {
-                // Measured again: one such round is as likely a patch of
-                // short jobs (on a knee of 8 in the estimator's model, a
-                // refresh's round at 8 read 1.19 times the throughput before
-                // it with hold times of 0.73 of the baseline, and thrown
-                // away it left a knee read at 10.6 uncorrected).
-                return false;
-            }
-            let (measured, hold) = match first_round {
-                Some((first, first_hold)) => (first.pooled(measured), (first_hold + hold) / 2.0),
-                None => (measured, hold),
-            };
-            return self.probe_measured(probe, measured, hold, first_round.is_some());
+        if let Phase::Probing(cut) = self.phase {
+            return self.cut_round(cut, round, fed, completed_hold);
         }
 
         let full = round.handed_off as f64 >= SATURATED_SHARE * round.released as f64;
@@ -1158,255 +1014,7 @@ impl Estimator {
                 .or(self.baseline);
             return self.double();
         }
-        let (low, high) = self.settings.headroom;
-        // brpc's explore ratio: more headroom while hold times are flat (room
-        // to grow) or throughput sits below its peak, less while hold times
-        // inflate at peak throughput; it rises faster than it falls, so that
-        // more capacity is found within seconds.
-        self.headroom = if hold <= baseline * (1.0 + low) {
-            (self.headroom + 2.0 * HEADROOM_STEP).min(high)
-        } else if finished_rate <= delivery / (1.0 + low) {
-            (self.headroom + HEADROOM_STEP).min(high)
-        } else {
-            (self.headroom - HEADROOM_STEP).max(low)
-        };
-        self.at_limit.add(round, self.limit());
-        self.rounds_since_raise = self.rounds_since_raise.saturating_add(1);
-        if self.recheck_raise
-            && self.rounds_since_raise >= FIRST_REFRESH
-            && self.can_compare(&self.at_limit)
-        {
-            // A probe lowered the knee, or a raised round measured only the
-            // admission level. One reading in a patch of short jobs reads
-            // the knee and the baseline low together, and while the
-            // readings are few it moves the belief (a knee of 7.9 read 5.7
-            // held the limit at 7 for 8 s of a 2x overload, until the next
-            // refresh); a raised round the level capped told nothing either
-            // way. The raised round costs no throughput.
-            self.recheck_raise = false;
-            return self.raise_for_refresh(false);
-        }
-        if self.rounds_since_probe >= self.refresh_after {
-            // The first refresh comes soon, measuring the knee again (see
-            // knee_found); then they space out fourfold to
-            // `refresh_rounds`: after two probes that agree the knee is
-            // known to a few percent, and each refresh's probe cuts the
-            // throughput by a third for a round. It waits until the load
-            // holds the service full and clearly outruns it (`outrun`:
-            // arrivals a quarter over completions on two-second averages).
-            // Near 1x a burst holds the service full and outpaces the drain
-            // now and then, and the cut builds a queue that a service at
-            // its capacity never works off: the door refuses it (in twelve
-            // trials of the lab's 1x step before this gate, the nine with
-            // a refresh probe served 351-359/s, the three without 360-361,
-            // for a capacity of 383/s), and the probe, held against the
-            // load's own rate, reads the knee low (8.00 to 7.08 in a full
-            // run). Overdue by `refresh_rounds` it runs all the same: a
-            // raised round finds a knee read low, only a probe one read
-            // high. The raised round costs no throughput and goes on its
-            // own as often as refreshes would.
-            if self.learning_probe_may_run(saturated, round) {
-                self.refresh_after = self
-                    .refresh_after
-                    .saturating_mul(4)
-                    .min(self.settings.refresh_rounds);
-                return self.raise_for_refresh(true);
-            }
-            if self.rounds_since_raise >= self.refresh_after && self.can_compare(&self.at_limit) {
-                return self.raise_for_refresh(false);
-            }
-        }
-        if let Some(knee) = self.last_knee.filter(|knee| self.limit < *knee) {
-            // Clean again after backing off: straight back to the knee.
-            self.limit = knee;
-            self.knee = Some(knee);
-            self.restart_round();
-            return true;
-        }
-        let target = delivery * baseline / 1e9 * (1.0 + self.headroom);
-        self.limit = target.max(self.knee.map_or(0.0, |knee| self.knee_floor(knee)));
-        false
-    }
-
-    /// Whether a probe only for learning (slow start's exit, a refresh's)
-    /// is overdue: `refresh_rounds` rounds under load since the last probe
-    /// (or since the start: fed ones; in steady state, also unfed ones in
-    /// which the level shed), so that it runs even where the load never
-    /// clearly outruns the service (see the `outrun` gates in
-    /// [`Estimator::decide`]).
-    fn probe_overdue(&self) -> bool {
-        self.rounds_since_probe >= self.settings.refresh_rounds
-    }
-
-    /// Whether a probe only for learning (a refresh's) may run: the load
-    /// holds the service full in an overload (`saturated`), and clearly
-    /// outruns it (`outrun`: arrivals a quarter over completions on
-    /// two-second averages), or the probe is overdue.
-    fn learning_probe_may_run(&self, saturated: bool, round: &IntervalSamples) -> bool {
-        saturated && (round.outrun || self.probe_overdue())
-    }
-
-    /// Whether the probe that ends slow start (or follows it, while no
-    /// clean baseline was measured) may run: as a refresh's may
-    /// ([`Estimator::learning_probe_may_run`]), or with the service held
-    /// full in an overload once the controller found [`OVERLOADED_ROUNDS`]
-    /// rounds at this limit overloaded. Below 1x load a burst holds the
-    /// service full in an overload now and then, and the exit's quarter
-    /// cut, below the knee, refuses what the service would serve; at or a
-    /// little above 1x the controller finds the load outpacing the service
-    /// again and again.
-    fn exit_may_probe(&self, saturated: bool, round: &IntervalSamples) -> bool {
-        self.learning_probe_may_run(saturated, round)
-            || (saturated && self.overloaded_rounds >= OVERLOADED_ROUNDS)
-    }
-
-    /// Whether a slow-start round's throughput grew with the limit: it
-    /// finished at least [`SLOW_START_GROWTH`] times what the last counted
-    /// round did at half the limit. Rates of fewer permits are too noisy to
-    /// compare: at tiny limits, and from the first counted round, slow
-    /// start doubles blindly.
-    fn slow_start_grew(&self, round: &IntervalSamples) -> bool {
-        let finished_rate = Throughput::of(round).rate();
-        round.released < RELIABLE_SAMPLES
-            || self
-                .slow_start_rate
-                .is_none_or(|last| finished_rate >= SLOW_START_GROWTH * last)
-    }
-
-    /// What slow start's exit probe is held against, once its throughput
-    /// stopped growing: the rounds since it stopped (the plateau) pooled
-    /// with this one, or this one if it is the first not to grow. `None`
-    /// while throughput grows with the limit.
-    fn slow_start_plateau(&self, round: &IntervalSamples) -> Option<Throughput> {
-        match self.plateau {
-            Some(plateau) => Some(plateau.pooled(Throughput::of(round))),
-            None if !self.slow_start_grew(round) => Some(Throughput::of(round)),
-            None => None,
-        }
-    }
-
-    /// A slow-start round whose callers hung up on held permits: the
-    /// quarter-cut probe that ends slow start, if its throughput stopped
-    /// growing and the load is seen to hold (or, in the first round after a
-    /// doubling, to outpace) the service; else a back-off.
-    fn slow_start_censored(
-        &mut self,
-        round: &IntervalSamples,
-        censored: f64,
-        saturated: bool,
-        first_since_doubling: bool,
-    ) -> bool {
-        // A round that finished nothing is no throughput to hold a probe
-        // against: the plateau before it is, if there is one.
-        let stopped_at = if round.none_completed() {
-            self.plateau
-        } else {
-            self.slow_start_plateau(round)
-        };
-        let may_probe = saturated || (round.overloaded && first_since_doubling);
-        if let Some(stopped_at) = stopped_at.filter(|_| may_probe) {
-            // Slow start doubled past the knee, maybe far past it (its
-            // first counted round doubles blindly: 8 to 16 on a
-            // service of 2 slots, where permits are held 8 times as
-            // long and callers hang up). Backed off by half the
-            // censored share, it took two rounds (2 s) to reach 13
-            // there, and halving probes from 13 found the knee 6 s into
-            // the lab's 4x step. The probe that ends slow start cuts to
-            // a quarter at once, as it does without censoring. Callers
-            // hanging up on held permits, throughput that stopped
-            // growing and the controller's overload in this round are
-            // evidence enough: the half second of rounds that hand
-            // nearly every slot to a waiter, which tells a burst from
-            // an overload where nothing else does, was not there in
-            // the first second of the lab's 4x step (92% handed off,
-            // the level's refusals thinning the door's queue), and the
-            // back-offs went on for 3 s more. Only in the first round
-            // after a doubling, though: its growth test compares two
-            // rounds in a row. Slow start that sat at 16 below the
-            // knee's load (0.8x) compares a slowdown's first round with
-            // a round at 8 from seconds before; a probe held against
-            // that round (a transition's, read at 89/s and at 152/s for
-            // a service of 136) read the knee at 5.7 and at 9.7 for 8.
-            return self.start_probe(stopped_at, Cause::Evidence);
-        }
-        // Why it backed off rather than probed.
-        tracing::debug!(
-            stopped = stopped_at.is_some(),
-            saturated,
-            overloaded = round.overloaded,
-            handed_off = round.handed_off,
-            released = round.released,
-            "adaptive limit: a censored slow-start round"
-        );
-        self.back_off(censored)
-    }
-
-    /// Slow start: twice the limit, measured once its epoch settles.
-    fn double(&mut self) -> bool {
-        self.limit *= 2.0;
-        self.overloaded_rounds = 0;
-        self.just_doubled = true;
-        self.restart_round();
-        true
-    }
-
-    /// Ends a probe that could not be judged, at the limit it cut from.
-    fn abandon_probe(&mut self, from: f64) -> bool {
-        self.phase = Phase::Steady;
-        self.limit = from;
-        self.restart_round();
-        true
-    }
-
-    /// A descent's deeper cut went unfed in an overload (the door
-    /// refuses callers who will not wait for the work, and at a few slots of
-    /// a slow service its queue runs dry now and then), but its permits
-    /// were held about as long as at the cut above it, whose round held the
-    /// throughput (no more than [`NO_QUEUE_INSIDE`] times as long): nothing
-    /// queued inside there, and the knee lies no lower. That round "held"
-    /// against a throughput that read low: one that straddled a slowdown,
-    /// whose callers hung up on work that went on. What the probe did
-    /// measure is the service's hold time, `hold`: it becomes the clean
-    /// baseline, and the limit goes back to the knee believed, or to where
-    /// the probe began when none is (there, held to the new baseline, hold
-    /// times tell whether work queues inside, and a probe that cuts by half
-    /// follows if it does).
-    ///
-    /// In the estimator's model's capacity drop, a probe from 16 held at 4
-    /// (61.8 permits a second in 64.6 ms, against 78.3 read while the
-    /// service slowed, for the 133 it delivers at 8), went unfed at 2, and
-    /// was abandoned back to 4 with nothing learnt. There hold times read
-    /// inflated against the old baseline (or no clean one was measured yet),
-    /// and the next probe cut to 2 again, for the rest of the drop: 0.28 to
-    /// 0.40 of the slowed capacity served at 5 of its 48 seeds (0.73 to
-    /// 0.82 since; no seed served less).
-    fn no_queue_where_it_held(&mut self, hold: f64, from: f64) -> bool {
-        let knee = self.knee.or(self.last_knee);
-        tracing::debug!(
-            hold_ms = hold / 1e6,
-            ?knee,
-            "adaptive limit: an unfed cut's hold times say nothing queued where the probe held"
-        );
-        self.believe_baseline(Cause::Evidence, hold);
-        self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
-        // The saturated throughput that goes with the knee and the new
-        // baseline. With no knee, the delivery rule's rate, measured at the
-        // old speed, would read the concurrency the service runs times the
-        // slowdown in the first round at `from` whose hold times did not
-        // read inflated: it starts again from the next fed round.
-        self.delivery = knee
-            .zip(self.baseline)
-            .and_then(|(knee, baseline)| littles_rate(knee, baseline));
-        let back_to = match knee {
-            Some(knee) => {
-                self.knee = Some(knee);
-                self.last_knee = None;
-                self.headroom = self.settings.headroom.0;
-                self.knee_floor(knee)
-            }
-            None => from,
-        };
-        self.abandon_probe(back_to)
+        self.steady_round(round, hold, baseline, delivery, saturated)
     }
 
     /// Callers abandon permits (or deadlines cut them): their hold times
@@ -1441,521 +1049,6 @@ impl Estimator {
         self.limit = (self.limit * (1.0 - cut)).max(f64::from(self.settings.min));
         self.restart_round();
         true
-    }
-
-    /// Halves the limit to measure what the service does with less.
-    ///
-    /// Each cut halves the limit (quarters it, in some cases, while no
-    /// clean baseline was ever measured, see [`Estimator::probe_divisor`]):
-    /// if the service merely got slower, throughput falls at once and the
-    /// knee is found in one round. If throughput held, work was queueing
-    /// inside, and the next cut divides the limit in force again: by half
-    /// after a quarter cut (or by a quarter again while the limit descends
-    /// from a large initial one), by a third after a half cut (see
-    /// [`DEEPER_CUT`]).
-    fn start_probe(&mut self, before: Throughput, cause: Cause) -> bool {
-        if before.rate() <= 0.0 {
-            // Rounds that finished nothing (their permits all given up on)
-            // back off before they get here; this guards the settings and
-            // counts that let one through: every throughput holds against
-            // none, and the knee would read 0.
-            return false;
-        }
-        let probe = Probe {
-            before,
-            ceiling: self.limit,
-            cause,
-            divisor: self.probe_divisor(),
-        };
-        self.cut_for_probe(probe)
-    }
-
-    /// A refresh: first raise the limit for a round, so that the throughput
-    /// the probe is held against is the service's saturated one. Held
-    /// against what the limit in force delivers, as it once was, a refresh
-    /// from a limit below the knee read the knee as that limit, and a knee
-    /// read low stayed low (7 for 8 at 1x load, a sustained overload).
-    fn raise_for_refresh(&mut self, probe_after: bool) -> bool {
-        let from = self.limit;
-        let raised = from.max(self.knee.unwrap_or(from)) * RAISE;
-        tracing::debug!(from, raised, "adaptive limit: a refresh raises the limit");
-        self.rounds_since_raise = 0;
-        self.recheck_raise = false;
-        self.phase = Phase::Raising(Raise {
-            from,
-            at_limit: self.at_limit,
-            probe_after,
-            extended: false,
-            remeasured: false,
-        });
-        self.limit = raised.min(f64::from(self.settings.max));
-        self.restart_round();
-        true
-    }
-
-    /// The raised round of a refresh ended.
-    ///
-    /// If the limit in force was the knee's floor and the raised round
-    /// delivered clearly more than it did (twice: a round that reads more
-    /// goes on for as long again), that limit stood below the knee: its
-    /// hold times were a clean baseline, the knee lies at least as far
-    /// above it as throughput grew: that reading joins the others, and the
-    /// limit goes to the floor of the knee now believed. (A knee
-    /// and a baseline read low together by one probe, 6.7 for 8 and 15 ms
-    /// for 20 at 1x load, held the limit at 7 until the next probe, tens of
-    /// seconds on; found this way, the fix costs no throughput.)
-    ///
-    /// Otherwise, probe from where the limit stood, held against the
-    /// throughput measured at the raised limit (pooled with the limit's
-    /// own rounds if it delivered less than they did), if the load holds
-    /// the service full. Whether or not the raised limit was kept full, its
-    /// throughput is no less than the saturated one at the limit in force:
-    /// when the raised limit drained the door's queue, its throughput is
-    /// all the load asks, and the knee the probe reads is the concurrency
-    /// that carries it. If the load fell away altogether, the probe's own
-    /// round is not kept full, and is dropped.
-    ///
-    /// A round not `fed` while the level shed drained the door's queue and
-    /// measured what the level let in, which the limit in force had set
-    /// (the level sheds what that limit cannot drain): held against that
-    /// limit's own rounds it reads no growth, and a knee read low stays
-    /// low. At 1x in the lab, 7.5 slots for 8 delivered 330/s with 15% of
-    /// attempts refused, the raised round at 9 read 333/s (growth 1.01),
-    /// and the refresh's probe held against it read 6.1. The level relaxes
-    /// once the raised limit drains what arrives (the controller's recovery
-    /// steps lift half the ranks' 512 cohorts in 0.8 s), so such a round is
-    /// measured again, once, and if it still measured the level no probe is
-    /// held against it (in the lab, at 1x, one such round, 334/s from a
-    /// service of 382/s, had a refresh's probe at 6 read 7.1 for 8 and
-    /// build a queue that the level shed against for 2.3 s): the limit goes
-    /// back, and a raised round comes again soon.
-    fn raised(&mut self, raise: Raise, round: &IntervalSamples, fed: bool) -> bool {
-        let level_capped = !fed && round.shedding;
-        if level_capped && !raise.remeasured {
-            tracing::debug!(
-                from = raise.from,
-                raised = self.limit,
-                handed_off = round.handed_off,
-                released = round.released,
-                "adaptive limit: a raised round drained the door's queue while the level shed"
-            );
-            self.phase = Phase::Raising(Raise {
-                remeasured: true,
-                ..raise
-            });
-            return false;
-        }
-        let Raise {
-            from,
-            at_limit,
-            extended,
-            ..
-        } = raise;
-        let probe_after = raise.probe_after && !level_capped;
-        let raised = self.limit;
-        let (from_slots, raised_slots) = (at_limit.mean_limit(), f64::from(self.limit()));
-        let before = Throughput::of(&at_limit.rounds).rate();
-        let growth = Throughput::of(round).rate() / before.max(f64::MIN_POSITIVE);
-        let compared = self.can_compare(&at_limit);
-        let grew = compared
-            && raised_slots > from_slots
-            && growth >= 1.0 + RAISE_GREW * (raised_slots / from_slots - 1.0);
-        tracing::debug!(
-            from = from_slots,
-            raised = raised_slots,
-            growth,
-            compared,
-            grew,
-            level_capped,
-            "adaptive limit: a raised round ended"
-        );
-        if grew && !extended {
-            // Make sure: a round of 128 permits at the knee now and then
-            // reads a tenth more than the limit's own delivery by chance;
-            // one of twice as many, far less often.
-            self.phase = Phase::Raising(Raise {
-                probe_after,
-                extended: true,
-                remeasured: true,
-                ..raise
-            });
-            self.round = *round;
-            return false;
-        }
-        self.phase = Phase::Steady;
-        if grew {
-            let knee = (from_slots * growth).min(raised_slots);
-            let hold =
-                clean_hold(&at_limit.rounds).expect("can_compare asks for a completed permit");
-            let believed = self.believe(Cause::Refresh, knee, hold);
-            self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
-            self.delivery = Some(Throughput::of(round).rate());
-            // The reading is one of five, as a probe's is: a raised round
-            // that read more by chance (one in twenty, from a floor a slot
-            // above the knee) kept the raised limit, a third over the knee,
-            // until the next probe.
-            self.limit = self.knee_floor(believed).max(from);
-            self.restart_round();
-            return true;
-        }
-        self.limit = from;
-        if level_capped {
-            // Measured again and still what the level let in: no growth,
-            // but no evidence of none either. A raised round asks again
-            // soon (see `recheck_raise`), not at the next refresh, which at
-            // 1x load, where few rounds are fed, can lie a minute away: in a
-            // full lab run of 00e4e24 the one raised round of the 1x trial,
-            // at 15.5 s while the level shed, went back from 9 to 7, and the
-            // limit stood a slot below the knee of 8 to the end, refusing
-            // 12.9% of attempts. That run was not traced, so whether the
-            // level alone capped that round was not seen.
-            self.recheck_raise = true;
-        }
-        if !probe_after || round.none_completed() {
-            // (A raised round that finished nothing is no throughput to
-            // hold a probe against.)
-            self.restart_round();
-            return true;
-        }
-        // A raised round that delivered less than the limit in force
-        // measured the same saturated throughput as the rounds at that
-        // limit, and read it low: held against it alone, the probe read
-        // the knee as low (at 4x in the lab, three raised rounds of 0.77 to
-        // 0.92 of the limit's delivery, then knees of 5.9-6.7 for 8). Pooled
-        // with those rounds, a slow patch weighs as little as its permits.
-        let saturated = if growth < 1.0 && at_limit.rounds.released > 0 {
-            Throughput::of(&at_limit.rounds).pooled(Throughput::of(round))
-        } else {
-            Throughput::of(round)
-        };
-        let probe = Probe {
-            before: saturated,
-            ceiling: raised,
-            cause: Cause::Refresh,
-            divisor: REFRESH_DIVISOR,
-        };
-        self.cut_for_probe(probe)
-    }
-
-    /// Whether a raised round can be held against `at_limit` to tell
-    /// whether the limit stood below the knee. Only a limit the knee's
-    /// floor held up is in question: one the delivery rule set above the
-    /// floor explores upwards by itself while hold times stay flat (and
-    /// above the knee, a raised round that read more by chance would only
-    /// push the limit further up). Against too few permits it tells
-    /// nothing, and at the smallest limits the raise costs too much: from
-    /// 1 to 2 slots on one core doubles every hold time for the round, to
-    /// look for a second slot that the knee's floor would have given if
-    /// the knee were read above 1.15.
-    fn can_compare(&self, at_limit: &Pooled) -> bool {
-        let from = at_limit.mean_limit();
-        let at_floor = self.knee.is_some_and(|knee| {
-            let floor = to_limit(self.knee_floor(knee), &self.settings);
-            from < f64::from(floor) + 0.5
-        });
-        at_floor
-            && from >= MIN_RAISED_FROM
-            && at_limit.rounds.released >= RAISED_AGAINST
-            && !at_limit.rounds.none_completed()
-    }
-
-    /// How much a new probe's cuts divide the limit by: a half, or a
-    /// quarter while no clean baseline was ever measured and the limit
-    /// likely lies at twice the knee or more: when slow start ends (its
-    /// throughput stopped doubling with the limit), also when it ended by
-    /// backing off after that (in a lab run, not traced, hang-ups cut 16 to
-    /// 15 on a CPU-bound service of one slot, and halving probes took the
-    /// limit 15, 7, 4, 2, reaching 2 1.5 s into the measured window: p99
-    /// 167 ms; whether its throughput had stopped growing was not seen),
-    /// and while the limit descends from a large initial one, which skips
-    /// slow start. A back-off out of slow start before its throughput
-    /// stopped growing leaves a limit within twice the knee, where a
-    /// quarter cut (7 to 2 at a batch spike's start) serves less than the
-    /// interactive traffic beside the batch.
-    fn probe_divisor(&self) -> f64 {
-        let far_above = self.phase == Phase::SlowStart
-            || (self.plateau.is_some() && self.phase == Phase::Steady)
-            || self.settings.initial > SLOW_START_MAX;
-        if !self.clean && far_above {
-            4.0
-        } else {
-            2.0
-        }
-    }
-
-    /// Cuts the limit to a `divisor`-th of itself, and (re)starts probing.
-    fn cut_for_probe(&mut self, probe: Probe) -> bool {
-        let from = self.sustained_estimate();
-        tracing::debug!(
-            limit = self.limit,
-            divisor = probe.divisor,
-            before = probe.before.rate(),
-            cause = ?probe.cause,
-            "adaptive limit: a probe cuts the limit"
-        );
-        self.phase = Phase::Probing {
-            probe,
-            from,
-            cut_from: self.limit,
-            first_round: None,
-            starved: false,
-            sped_up: false,
-            hold_above: None,
-        };
-        self.probes += 1;
-        // The next probe to learn needs an overload seen after this one.
-        self.overload_seen = false;
-        self.overloaded_rounds = 0;
-        self.limit = (self.limit / probe.divisor).max(f64::from(self.settings.min));
-        self.streak = Streak::default();
-        self.rounds_since_probe = 0;
-        self.restart_round();
-        true
-    }
-
-    /// Whether a probe's round finished at least [`SPED_UP`] times the
-    /// throughput it is held against, under the cut, and reads faster than
-    /// the clean baseline ([`Estimator::reads_faster`], as for the `Faster`
-    /// signal): the service got faster during the probe
-    /// (the round straddled the change), not a knee below the cut. Read by
-    /// Little's law, the speed-up reads as a knee that much lower: in the
-    /// lab's capacity drop a refresh's probe cut from 8 to 5 straddled the
-    /// restore, finished 1.21 times the throughput before it with hold times
-    /// of 0.6 of the baseline, and read the knee 4.12 (believed 5.90); the
-    /// faster service's own probe was then held against what that lowered
-    /// limit delivered, which bounds the knee, and the limit stood at 6 of
-    /// 8 slots for 7 s.
-    fn faster_than_before(&self, before: Throughput, round: &IntervalSamples) -> bool {
-        Throughput::of(round).rate() >= SPED_UP * before.rate()
-            && self
-                .baseline
-                .filter(|_| self.clean)
-                .is_some_and(|baseline| self.reads_faster(round, baseline))
-    }
-
-    /// Whether `round` reads a service faster than `baseline`: its clean
-    /// hold time under [`FASTER`] times it, in a round where few permits
-    /// were given up on. The ones that finished beside many hang-ups are a
-    /// selection (a caller with little patience left waits only for a short
-    /// one), and a probe held against the little they finished cut the
-    /// limit in half (the test
-    /// hang_ups_beside_a_few_short_completions_are_no_faster_service).
-    fn reads_faster(&self, round: &IntervalSamples, baseline: f64) -> bool {
-        let few_given_up =
-            round.censored as f64 <= self.settings.censored_share * round.samples as f64;
-        few_given_up && clean_hold(round).is_some_and(|clean| clean < FASTER * baseline)
-    }
-
-    /// A probe round ended (pooled with the one before it at the same cut,
-    /// if `measured_twice`): throughput held (cut again, or first measure
-    /// again) or fell (the knee).
-    fn probe_measured(
-        &mut self,
-        probe: Probe,
-        measured: Throughput,
-        hold: f64,
-        measured_twice: bool,
-    ) -> bool {
-        let Probe {
-            before,
-            ceiling,
-            cause,
-            ..
-        } = probe;
-        let at_floor = self.limit() <= self.settings.min;
-        let rate = measured.rate();
-        let held_share = if measured_twice {
-            HELD_TWICE
-        } else {
-            THROUGHPUT_HELD
-        };
-        let held = rate >= held_share * before.rate();
-        let clearly_held = rate >= THROUGHPUT_CLEARLY_HELD * before.rate();
-        tracing::debug!(
-            limit = self.limit(),
-            before = before.rate(),
-            rate,
-            hold_ms = hold / 1e6,
-            held,
-            ?cause,
-            "adaptive limit: a probe round ended"
-        );
-        // Where throughput clearly held, the probe measured the same
-        // saturated throughput again: pool it.
-        let saturated = if clearly_held {
-            before.pooled(measured)
-        } else {
-            before
-        };
-        let flat = self
-            .baseline
-            .filter(|_| self.clean)
-            .is_some_and(|baseline| hold <= AT_THE_KNEE * baseline);
-        let barely_held = held && !clearly_held;
-        // Not a quarter cut, which descends from a limit that may lie far
-        // above the knee: a probe there stands above it more often than
-        // not, and a second round only delays the descent.
-        let near_the_knee = probe.divisor <= 2.0;
-        if barely_held && near_the_knee && !flat && !at_floor && !measured_twice {
-            // Measure again at this limit before cutting deeper (see
-            // HELD_TWICE): the permits in flight belong to this epoch, and
-            // the next round starts empty, as every round does.
-            tracing::debug!("adaptive limit: a probe measures again");
-            if let Phase::Probing { first_round, .. } = &mut self.phase {
-                *first_round = Some((measured, hold));
-            }
-            return false;
-        }
-        if held && !flat && !at_floor {
-            // Throughput held, and work queued inside: the knee lies lower.
-            // Cut again. After a quarter cut: by a quarter while the limit
-            // descends from a large initial one, otherwise by half. Slow
-            // start ends within four times the knee (twice, or one blind
-            // doubling more), so its first quarter cut lands near the knee,
-            // and a second quarter cut lands far below it: at a batch
-            // spike's start in the lab, 32 to 8 to 2, where two slots served
-            // less than the interactive traffic beside the batch. After a
-            // half cut (or a refresh's third): by a third (see DEEPER_CUT).
-            // A cut guided by the baseline would go far too low when the
-            // baseline is stale because the service slowed down. The cut
-            // divides the limit the round measured, the one in force (a
-            // probe cut to 6.58 runs 7 slots; a third of 6.58 would land at
-            // 4).
-            self.limit = f64::from(self.limit());
-            let divisor = if probe.divisor > 2.0 {
-                probe.divisor.min(self.probe_divisor())
-            } else {
-                DEEPER_CUT
-            };
-            let cut = self.cut_for_probe(Probe {
-                before: saturated,
-                divisor,
-                ..probe
-            });
-            if let Phase::Probing { hold_above, .. } = &mut self.phase {
-                *hold_above = Some(hold);
-            }
-            return cut;
-        }
-        // Little's law at the probe, which stood at or below the knee with
-        // the service kept full (throughput fell, or held with nothing
-        // waiting inside): the concurrency of the knee is the probe's limit
-        // scaled by how much more throughput there was before it. (Read as
-        // the probe's own concurrency, a probe that held just below the
-        // knee, at three quarters of it, read the knee as its own limit.)
-        // The probe's limit is the one in force, a whole number: the
-        // estimate it was rounded from (3.5 for a cut from 14 by four, in
-        // force as 4) would read the knee an eighth low.
-        let probed = f64::from(self.limit());
-        let reading = probed * before.rate() / rate;
-        // The throughput before was measured at the probe's ceiling (the
-        // limit it cut from, or a refresh's raised one), so the knee lies
-        // no higher. By Little's law the reading is that throughput times
-        // the probe's hold time, and the ceiling the same throughput times
-        // the hold time at the ceiling: a reading above the ceiling means
-        // the probe's permits were held no shorter. Far longer, the service
-        // slowed down during the probe (and would read as a huge knee);
-        // about as long, both stood below the knee, which lies at the
-        // ceiling or above.
-        if reading < ceiling || reading > NO_SLOWER * ceiling {
-            return self.knee_found(cause, reading.min(ceiling), hold, before.rate());
-        }
-        // The knee lies at the ceiling or above, maybe well above (a
-        // refresh raises the limit by a quarter only): that replaces the
-        // belief, a new average starting from it (averaged in, a knee read
-        // at 6 for 8 was still 7.5 after 20 s of refreshes), and the next
-        // refresh comes soon, to look further.
-        self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
-        self.knees.clear();
-        self.knee_found(Cause::Evidence, ceiling, hold, before.rate())
-    }
-
-    /// A probe measured the knee and the clean baseline: steady from here.
-    fn knee_found(&mut self, cause: Cause, knee: f64, hold: f64, before: f64) -> bool {
-        let old_knee = self.knee;
-        let new_knee = self.believe(cause, knee, hold);
-        self.recheck_raise = old_knee.is_some_and(|old| new_knee < old);
-        // The saturated throughput that goes with them (Little's law): the
-        // one measured before the probe may have straddled a slowdown.
-        let baseline = self.baseline.unwrap_or(hold);
-        self.delivery = Some(littles_rate(new_knee, baseline).unwrap_or(before));
-        tracing::debug!(
-            knee,
-            hold_ms = hold / 1e6,
-            believed = new_knee,
-            baseline_ms = baseline / 1e6,
-            ?cause,
-            "adaptive limit: a probe measured the knee"
-        );
-        let floor = self.knee_floor(new_knee);
-        self.limit = match (cause, self.phase, old_knee) {
-            // A refresh only refines the knee: the limit goes back to where
-            // it stood, moved as much as the knee moved.
-            (Cause::Refresh, Phase::Probing { from, .. }, Some(old)) => {
-                (from * new_knee / old).max(floor)
-            }
-            _ => {
-                self.headroom = self.settings.headroom.0;
-                floor
-            }
-        };
-        self.phase = Phase::Steady;
-        self.restart_round();
-        true
-    }
-
-    /// Takes a knee and a clean baseline measured by a probe (or a raised
-    /// round) into what is believed; returns the knee now believed.
-    fn believe(&mut self, cause: Cause, knee: f64, hold: f64) -> f64 {
-        let old_knee = self.knee;
-        // One probe's knee is off by a sixth or more, and now and then by a
-        // third (its throughput held against rounds that happened to be
-        // slow): the belief is the mean of the last five, less the highest
-        // and the lowest, so one reading far off is dropped. A reading that
-        // does not agree with the belief gets a second opinion soon: if the
-        // service did change, the next ones agree with it, and the belief
-        // follows.
-        self.knees.push(knee);
-        let new_knee = self.knees.trimmed_mean().unwrap_or(knee);
-        self.knee = Some(new_knee);
-        let knee_agrees = old_knee.is_some_and(|old| consistent(old, knee));
-        let baseline_agrees = self.believe_baseline(cause, hold);
-        if !knee_agrees || !baseline_agrees {
-            self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
-        }
-        self.last_knee = None;
-        new_knee
-    }
-
-    /// Takes a clean baseline measured by a probe into what is believed;
-    /// returns whether it agreed with the clean one believed before. The
-    /// baseline is judged on its own: a service three times slower keeps its
-    /// knee, not its hold times. One that changed that much, measured after
-    /// evidence of a change, replaces what was believed.
-    fn believe_baseline(&mut self, cause: Cause, hold: f64) -> bool {
-        let baseline = self.baseline.filter(|_| self.clean);
-        let agrees = baseline.is_some_and(|baseline| consistent(baseline, hold));
-        if baseline.is_none() || (!agrees && cause == Cause::Evidence) {
-            self.baselines.restart(hold);
-        } else {
-            self.baselines.push(hold);
-        }
-        self.baseline = Some(self.baselines.trimmed_mean().unwrap_or(hold));
-        self.clean = true;
-        agrees
-    }
-
-    /// The least limit for a knee believed: [`floor_above`] it with the low
-    /// headroom, and [`ONE_READING_MARGIN`] more (within the headroom's
-    /// range) while the belief rests on one reading.
-    fn knee_floor(&self, knee: f64) -> f64 {
-        let (low, high) = self.settings.headroom;
-        let margin = if self.knees.len() > 1 {
-            0.0
-        } else {
-            ONE_READING_MARGIN.min(high - low)
-        };
-        floor_above(knee, low + margin)
     }
 
     /// Starts a new round for a new limit, once its epoch has settled.

@@ -1789,7 +1789,7 @@ fn one_probe_round_of_short_jobs_is_measured_again_not_read_as_a_faster_service(
         ..kept_fed(48, 0, 0, true)
     };
     feed_until(&mut estimator, short_jobs, |e| {
-        matches!(e.phase, Phase::Probing { sped_up: true, .. })
+        matches!(e.phase, Phase::Probing(Cut { sped_up: true, .. }))
     });
     let reading = knee_when_the_probe_ends(&mut estimator, slots_kept_full(6, true));
     assert_eq!(

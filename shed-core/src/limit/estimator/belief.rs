@@ -1,0 +1,97 @@
+//! What a probe's readings do to the knee and the baseline believed (see
+//! the module doc's "Probes").
+
+use super::{
+    consistent, floor_above, littles_rate, Cause, Cut, Estimator, Phase, FIRST_REFRESH,
+    ONE_READING_MARGIN,
+};
+
+impl Estimator {
+    /// A probe measured the knee and the clean baseline: steady from here.
+    pub(super) fn knee_found(&mut self, cause: Cause, knee: f64, hold: f64, before: f64) -> bool {
+        let old_knee = self.knee;
+        let new_knee = self.believe(cause, knee, hold);
+        self.recheck_raise = old_knee.is_some_and(|old| new_knee < old);
+        // The saturated throughput that goes with them (Little's law): the
+        // one measured before the probe may have straddled a slowdown.
+        let baseline = self.baseline.unwrap_or(hold);
+        self.delivery = Some(littles_rate(new_knee, baseline).unwrap_or(before));
+        tracing::debug!(
+            knee,
+            hold_ms = hold / 1e6,
+            believed = new_knee,
+            baseline_ms = baseline / 1e6,
+            ?cause,
+            "adaptive limit: a probe measured the knee"
+        );
+        let floor = self.knee_floor(new_knee);
+        self.limit = match (cause, self.phase, old_knee) {
+            // A refresh only refines the knee: the limit goes back to where
+            // it stood, moved as much as the knee moved.
+            (Cause::Refresh, Phase::Probing(Cut { from, .. }), Some(old)) => {
+                (from * new_knee / old).max(floor)
+            }
+            _ => {
+                self.headroom = self.settings.headroom.0;
+                floor
+            }
+        };
+        self.phase = Phase::Steady;
+        self.restart_round();
+        true
+    }
+
+    /// Takes a knee and a clean baseline measured by a probe (or a raised
+    /// round) into what is believed; returns the knee now believed.
+    pub(super) fn believe(&mut self, cause: Cause, knee: f64, hold: f64) -> f64 {
+        let old_knee = self.knee;
+        // One probe's knee is off by a sixth or more, and now and then by a
+        // third (its throughput held against rounds that happened to be
+        // slow): the belief is the mean of the last five, less the highest
+        // and the lowest, so one reading far off is dropped. A reading that
+        // does not agree with the belief gets a second opinion soon: if the
+        // service did change, the next ones agree with it, and the belief
+        // follows.
+        self.knees.push(knee);
+        let new_knee = self.knees.trimmed_mean().unwrap_or(knee);
+        self.knee = Some(new_knee);
+        let knee_agrees = old_knee.is_some_and(|old| consistent(old, knee));
+        let baseline_agrees = self.believe_baseline(cause, hold);
+        if !knee_agrees || !baseline_agrees {
+            self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
+        }
+        self.last_knee = None;
+        new_knee
+    }
+
+    /// Takes a clean baseline measured by a probe into what is believed;
+    /// returns whether it agreed with the clean one believed before. The
+    /// baseline is judged on its own: a service three times slower keeps its
+    /// knee, not its hold times. One that changed that much, measured after
+    /// evidence of a change, replaces what was believed.
+    pub(super) fn believe_baseline(&mut self, cause: Cause, hold: f64) -> bool {
+        let baseline = self.baseline.filter(|_| self.clean);
+        let agrees = baseline.is_some_and(|baseline| consistent(baseline, hold));
+        if baseline.is_none() || (!agrees && cause == Cause::Evidence) {
+            self.baselines.restart(hold);
+        } else {
+            self.baselines.push(hold);
+        }
+        self.baseline = Some(self.baselines.trimmed_mean().unwrap_or(hold));
+        self.clean = true;
+        agrees
+    }
+
+    /// The least limit for a knee believed: [`floor_above`] it with the low
+    /// headroom, and [`ONE_READING_MARGIN`] more (within the headroom's
+    /// range) while the belief rests on one reading.
+    pub(super) fn knee_floor(&self, knee: f64) -> f64 {
+        let (low, high) = self.settings.headroom;
+        let margin = if self.knees.len() > 1 {
+            0.0
+        } else {
+            ONE_READING_MARGIN.min(high - low)
+        };
+        floor_above(knee, low + margin)
+    }
+}

@@ -1,0 +1,113 @@
+//! Slow start: doubling from a small initial limit, and how it ends (see
+//! the module doc's "Slow start").
+
+use super::{
+    Cause, Estimator, IntervalSamples, Throughput, OVERLOADED_ROUNDS, RELIABLE_SAMPLES,
+    SLOW_START_GROWTH,
+};
+
+impl Estimator {
+    /// Whether the probe that ends slow start (or follows it, while no
+    /// clean baseline was measured) may run: as a refresh's may
+    /// ([`Estimator::learning_probe_may_run`]), or with the service held
+    /// full in an overload once the controller found [`OVERLOADED_ROUNDS`]
+    /// rounds at this limit overloaded. Below 1x load a burst holds the
+    /// service full in an overload now and then, and the exit's quarter
+    /// cut, below the knee, refuses what the service would serve; at or a
+    /// little above 1x the controller finds the load outpacing the service
+    /// again and again.
+    pub(super) fn exit_may_probe(&self, saturated: bool, round: &IntervalSamples) -> bool {
+        self.learning_probe_may_run(saturated, round)
+            || (saturated && self.overloaded_rounds >= OVERLOADED_ROUNDS)
+    }
+
+    /// Whether a slow-start round's throughput grew with the limit: it
+    /// finished at least [`SLOW_START_GROWTH`] times what the last counted
+    /// round did at half the limit. Rates of fewer permits are too noisy to
+    /// compare: at tiny limits, and from the first counted round, slow
+    /// start doubles blindly.
+    pub(super) fn slow_start_grew(&self, round: &IntervalSamples) -> bool {
+        let finished_rate = Throughput::of(round).rate();
+        round.released < RELIABLE_SAMPLES
+            || self
+                .slow_start_rate
+                .is_none_or(|last| finished_rate >= SLOW_START_GROWTH * last)
+    }
+
+    /// What slow start's exit probe is held against, once its throughput
+    /// stopped growing: the rounds since it stopped (the plateau) pooled
+    /// with this one, or this one if it is the first not to grow. `None`
+    /// while throughput grows with the limit.
+    pub(super) fn slow_start_plateau(&self, round: &IntervalSamples) -> Option<Throughput> {
+        match self.plateau {
+            Some(plateau) => Some(plateau.pooled(Throughput::of(round))),
+            None if !self.slow_start_grew(round) => Some(Throughput::of(round)),
+            None => None,
+        }
+    }
+
+    /// A slow-start round whose callers hung up on held permits: the
+    /// quarter-cut probe that ends slow start, if its throughput stopped
+    /// growing and the load is seen to hold (or, in the first round after a
+    /// doubling, to outpace) the service; else a back-off.
+    pub(super) fn slow_start_censored(
+        &mut self,
+        round: &IntervalSamples,
+        censored: f64,
+        saturated: bool,
+        first_since_doubling: bool,
+    ) -> bool {
+        // A round that finished nothing is no throughput to hold a probe
+        // against: the plateau before it is, if there is one.
+        let stopped_at = if round.none_completed() {
+            self.plateau
+        } else {
+            self.slow_start_plateau(round)
+        };
+        let may_probe = saturated || (round.overloaded && first_since_doubling);
+        if let Some(stopped_at) = stopped_at.filter(|_| may_probe) {
+            // Slow start doubled past the knee, maybe far past it (its
+            // first counted round doubles blindly: 8 to 16 on a
+            // service of 2 slots, where permits are held 8 times as
+            // long and callers hang up). Backed off by half the
+            // censored share, it took two rounds (2 s) to reach 13
+            // there, and halving probes from 13 found the knee 6 s into
+            // the lab's 4x step. The probe that ends slow start cuts to
+            // a quarter at once, as it does without censoring. Callers
+            // hanging up on held permits, throughput that stopped
+            // growing and the controller's overload in this round are
+            // evidence enough: the half second of rounds that hand
+            // nearly every slot to a waiter, which tells a burst from
+            // an overload where nothing else does, was not there in
+            // the first second of the lab's 4x step (92% handed off,
+            // the level's refusals thinning the door's queue), and the
+            // back-offs went on for 3 s more. Only in the first round
+            // after a doubling, though: its growth test compares two
+            // rounds in a row. Slow start that sat at 16 below the
+            // knee's load (0.8x) compares a slowdown's first round with
+            // a round at 8 from seconds before; a probe held against
+            // that round (a transition's, read at 89/s and at 152/s for
+            // a service of 136) read the knee at 5.7 and at 9.7 for 8.
+            return self.start_probe(stopped_at, Cause::Evidence);
+        }
+        // Why it backed off rather than probed.
+        tracing::debug!(
+            stopped = stopped_at.is_some(),
+            saturated,
+            overloaded = round.overloaded,
+            handed_off = round.handed_off,
+            released = round.released,
+            "adaptive limit: a censored slow-start round"
+        );
+        self.back_off(censored)
+    }
+
+    /// Slow start: twice the limit, measured once its epoch settles.
+    pub(super) fn double(&mut self) -> bool {
+        self.limit *= 2.0;
+        self.overloaded_rounds = 0;
+        self.just_doubled = true;
+        self.restart_round();
+        true
+    }
+}
