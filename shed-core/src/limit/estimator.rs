@@ -114,8 +114,9 @@
 //! the belief is the mean of the last five readings less the highest and
 //! the lowest, and a reading that disagrees with it calls for another soon.
 //! While the belief rests on one reading, the limit keeps a margin above
-//! it (see [`ONE_READING_MARGIN`]): one reading is more often low than high,
-//! and below the knee a slot costs throughput, above it a little latency.
+//! it (see [`ONE_READING_MARGIN`](belief::ONE_READING_MARGIN)): one
+//! reading is more often low than high, and below the knee a slot costs
+//! throughput, above it a little latency.
 //! Baseline and knee are judged apart: a service three times slower keeps
 //! its knee, and its new baseline, found after evidence of a change,
 //! replaces the old readings at once.
@@ -217,12 +218,15 @@
 //!
 //! # Where each part lives
 //!
-//! This module holds the state, the round's bookkeeping and the decision
-//! that routes a round by phase. Each phase's decisions live in their own
-//! module: `slow_start`, `steady` (the delivery rule, the headroom, when a
-//! refresh is due), `refresh` (its raised round), `probe` (cuts and what
-//! their rounds read) and `belief` (what a reading does to the knee and
-//! the baseline believed). `measures` and `readings` are what they read.
+//! This module holds the state, the round's bookkeeping, and in `decide`
+//! what every round that is neither probing nor raising goes through:
+//! censored permits (a back-off), fed rounds, the inflated and faster
+//! signals, slow start's growth test. The rest is each phase's own:
+//! `slow_start` (its exit and back-off), `steady` (the delivery rule, the
+//! headroom, when a refresh is due), `refresh` (when a probe only to learn
+//! may run, and the raised round), `probe` (cuts, and what their rounds
+//! read) and `belief` (what a reading does to the knee and the baseline
+//! believed). `measures` and `readings` are what they read.
 
 use std::time::Duration;
 
@@ -267,18 +271,6 @@ const SLOW_START_MAX: u32 = 8;
 /// one-core service (a knee of 1, read as 0.9 to 1.1) given a second slot
 /// runs both requests at half speed, doubling its latency for nothing.
 const KNEE_SLACK: f64 = 0.15;
-/// Headroom the knee's floor keeps over the low bound (and no higher than
-/// the high one) while the knee believed rests on one probe's reading. One
-/// reading is off by a tenth or more, and more often low than high: the
-/// throughput it is held against is the load's when the load only just
-/// holds the service full, and a service whose work slows as more of it
-/// runs at once (the lab's sleeps) holds permits for less at the probe's
-/// cut than at the knee. In the lab's steady 1x scenario slow start's exit
-/// probe read 6.57 to 7.67 for a knee of 8 in the eight full runs before
-/// this margin, and where it read below 7.08 the limit stood a slot low (an
-/// eighth of the throughput) until the next reading, 2 s later. Below the
-/// knee a slot costs throughput; above it, a little latency.
-const ONE_READING_MARGIN: f64 = 0.12;
 /// How many times a back-off's cut may double while back-offs come in a
 /// row (it is capped at half the limit anyway).
 const MAX_BACK_OFF_DOUBLINGS: u32 = 4;
@@ -293,49 +285,8 @@ const ROUND_SAMPLES_AT_LEAST: u64 = 16;
 const RELIABLE_SAMPLES: u64 = 32;
 /// How much the smoothed delivery rate moves towards each round's rate.
 const DELIVERY_WEIGHT: f64 = 0.1;
-/// How much the headroom moves per round, between its bounds.
-const HEADROOM_STEP: f64 = 0.02;
 /// Rounds from the first knee found to the first refresh probe.
 const FIRST_REFRESH: u32 = 8;
-/// A probe's throughput at or above this share of the throughput before it
-/// means the cut cost nothing: the knee lies no higher. Below the knee the
-/// share is the probe's limit over the knee. A false "held" only costs one
-/// more cut, which lands below the knee; a false "fell" sets the knee too
-/// high. The throughput of a round of 64 to 128 permits varies by 9 to 13%,
-/// and a ratio of two by about half again: 0.75 keeps false "fell" rare.
-const THROUGHPUT_HELD: f64 = 0.75;
-/// A held probe's throughput at or above this share of the one before is
-/// the same saturated throughput measured again, and is pooled with it.
-/// Between [`THROUGHPUT_HELD`] and this the probe may stand just below the
-/// knee (a cut to three quarters of it reads 0.75): pooling that rate would
-/// lower the throughput the next cut is held against, and with it the knee
-/// (a half cut from 12 on a knee of 8, pooled, read a knee of 5.6).
-const THROUGHPUT_CLEARLY_HELD: f64 = 0.9;
-/// A probe round whose throughput held, but not clearly (between
-/// [`THROUGHPUT_HELD`] and [`THROUGHPUT_CLEARLY_HELD`]), with hold times
-/// not flat (no clean baseline yet, or the service slowed down), is
-/// ambiguous: a probe at three quarters of the knee reads 0.75, and so does
-/// one above the knee whose round happened to be slow. Cut again (by a
-/// third, see [`DEEPER_CUT`]), it costs a round below the knee (after a
-/// slowdown in the lab, from 6 on a knee of 8 to 4, half the throughput;
-/// to 3 when the cut halved). So it is measured again at the same
-/// limit, costing a quarter of the throughput for a round, and the two
-/// rounds pooled (twice the permits: their ratio's spread shrinks by about
-/// 1/√2) are held at this share: below it the probe stood below the knee
-/// (a false "fell" reads the knee less than a fifth above the probe's
-/// limit, 1 / 0.85, bounded by the ceiling), at or above it the cut goes
-/// on.
-const HELD_TWICE: f64 = 0.85;
-/// Hold times below this share of the baseline mean the service got faster.
-const FASTER: f64 = 0.75;
-/// A probe round whose throughput rose to this share of the throughput
-/// before it or more, under a cut and with hold times under [`FASTER`] times
-/// the baseline, read a service that got faster during the probe, not the knee
-/// (see [`Estimator::faster_than_before`]). Below the knee a cut lowers
-/// throughput, at or above it throughput stays where it was. A round of
-/// short jobs reads both (by Little's law, shorter hold times at the same
-/// concurrency are more throughput), so it takes two such rounds in a row.
-const SPED_UP: f64 = 1.15;
 /// A knee (or baseline) reading within this ratio of the belief agrees with
 /// it. A baseline that does not, read after evidence of a change, replaces
 /// the readings before it (the service changed); any other reading that
@@ -353,25 +304,6 @@ const SETTLED_SHARE_SLOW_START: f64 = 0.75;
 /// round counts as fed: the service was kept full. At 90% of a service's
 /// capacity about 60% are, under overload nearly all.
 const FED_SHARE: f64 = 0.9;
-/// In slow start, a fed round whose throughput grew by less than this over
-/// the last one (at half the limit) has passed the knee.
-const SLOW_START_GROWTH: f64 = 1.25;
-/// A half cut's probe whose round held the throughput cuts the limit in
-/// force again by this much (a third), not by half: the cut landed above
-/// the knee, mostly not far above it (the limits a probe halves, after a
-/// back-off or hold times that inflated, lie within about twice the knee,
-/// unless the knee itself fell), or just below it with a round that read
-/// "held" by chance (a cut to 7 on a knee of 8 reads 0.875 of the
-/// throughput, within one round's spread of [`THROUGHPUT_CLEARLY_HELD`]).
-/// Halved again, that round ran deep below the knee: in a traced trial of
-/// the lab's capacity drop, 7 to 3 for 1.4 s at three eighths of the
-/// throughput. A third lands at 5, which still reads the knee clearly (5
-/// of 8 reads 0.625, below [`THROUGHPUT_HELD`]); a knee lower still costs
-/// one round more above it, where a round costs latency, not throughput
-/// (on one core, 7, 4, 3, 2 where halving went 7, 4, 2). Probe divisors
-/// are a quarter, a half or a refresh's third, so after a half cut or a
-/// third the next cut is this third.
-const DEEPER_CUT: f64 = 1.5;
 /// Rounds in a row with inflated (or fallen) hold times that call for a
 /// probe.
 const SIGNAL_ROUNDS: u32 = 2;
@@ -391,7 +323,7 @@ const SIGNAL_ROUNDS: u32 = 2;
 /// Rarely is not never: slow start's exit (and the probe after it while no
 /// clean baseline was measured) and a refresh's probe also wait for more
 /// (see `Estimator::exit_may_probe` and the `outrun` gate in
-/// `Estimator::decide`).
+/// `Estimator::learning_probe_may_run`).
 const SATURATED_FOR: u64 = 500_000_000;
 /// Rounds at one limit the controller must find overloaded for slow
 /// start's exit probe to run without arrivals clearly outrunning
@@ -451,13 +383,14 @@ struct Cut {
     /// the last cut whose round held the throughput deeper in a descent.
     cut_from: f64,
     /// A round at this cut that held only barely, to be pooled with the
-    /// next (see [`HELD_TWICE`]): its throughput and clean hold time.
+    /// next (see [`HELD_TWICE`](probe::HELD_TWICE)): its throughput and
+    /// clean hold time.
     first_round: Option<(Throughput, f64)>,
     /// A round at this cut was not fed in an overload, and is being
     /// measured again (a descent's only, not a refresh's).
     starved: bool,
     /// The last round at this cut read a faster service, and is being
-    /// measured again (see [`SPED_UP`]).
+    /// measured again (see [`SPED_UP`](probe::SPED_UP)).
     sped_up: bool,
     /// Deeper in a descent, the clean hold time of the round at `cut_from`
     /// that held the throughput.

@@ -4,9 +4,64 @@
 
 use super::{
     about_as_long, clean_hold, floor_above, littles_rate, Cause, Cut, Estimator, IntervalSamples,
-    Phase, Probe, Streak, Throughput, DEEPER_CUT, FASTER, FIRST_REFRESH, HELD_TWICE,
-    SLOW_START_MAX, SPED_UP, THROUGHPUT_CLEARLY_HELD, THROUGHPUT_HELD,
+    Phase, Probe, Streak, Throughput, FIRST_REFRESH, SLOW_START_MAX,
 };
+
+/// A probe's throughput at or above this share of the throughput before it
+/// means the cut cost nothing: the knee lies no higher. Below the knee the
+/// share is the probe's limit over the knee. A false "held" only costs one
+/// more cut, which lands below the knee; a false "fell" sets the knee too
+/// high. The throughput of a round of 64 to 128 permits varies by 9 to 13%,
+/// and a ratio of two by about half again: 0.75 keeps false "fell" rare.
+const THROUGHPUT_HELD: f64 = 0.75;
+/// A held probe's throughput at or above this share of the one before is
+/// the same saturated throughput measured again, and is pooled with it.
+/// Between [`THROUGHPUT_HELD`] and this the probe may stand just below the
+/// knee (a cut to three quarters of it reads 0.75): pooling that rate would
+/// lower the throughput the next cut is held against, and with it the knee
+/// (a half cut from 12 on a knee of 8, pooled, read a knee of 5.6).
+const THROUGHPUT_CLEARLY_HELD: f64 = 0.9;
+/// A probe round whose throughput held, but not clearly (between
+/// [`THROUGHPUT_HELD`] and [`THROUGHPUT_CLEARLY_HELD`]), with hold times
+/// not flat (no clean baseline yet, or the service slowed down), is
+/// ambiguous: a probe at three quarters of the knee reads 0.75, and so does
+/// one above the knee whose round happened to be slow. Cut again (by a
+/// third, see [`DEEPER_CUT`]), it costs a round below the knee (after a
+/// slowdown in the lab, from 6 on a knee of 8 to 4, half the throughput;
+/// to 3 when the cut halved). So it is measured again at the same
+/// limit, costing a quarter of the throughput for a round, and the two
+/// rounds pooled (twice the permits: their ratio's spread shrinks by about
+/// 1/√2) are held at this share: below it the probe stood below the knee
+/// (a false "fell" reads the knee less than a fifth above the probe's
+/// limit, 1 / 0.85, bounded by the ceiling), at or above it the cut goes
+/// on.
+pub(super) const HELD_TWICE: f64 = 0.85;
+/// Hold times below this share of the baseline mean the service got faster.
+const FASTER: f64 = 0.75;
+/// A probe round whose throughput rose to this share of the throughput
+/// before it or more, under a cut and with hold times under [`FASTER`] times
+/// the baseline, read a service that got faster during the probe, not the knee
+/// (see [`Estimator::faster_than_before`]). Below the knee a cut lowers
+/// throughput, at or above it throughput stays where it was. A round of
+/// short jobs reads both (by Little's law, shorter hold times at the same
+/// concurrency are more throughput), so it takes two such rounds in a row.
+pub(super) const SPED_UP: f64 = 1.15;
+/// A half cut's probe whose round held the throughput cuts the limit in
+/// force again by this much (a third), not by half: the cut landed above
+/// the knee, mostly not far above it (the limits a probe halves, after a
+/// back-off or hold times that inflated, lie within about twice the knee,
+/// unless the knee itself fell), or just below it with a round that read
+/// "held" by chance (a cut to 7 on a knee of 8 reads 0.875 of the
+/// throughput, within one round's spread of [`THROUGHPUT_CLEARLY_HELD`]).
+/// Halved again, that round ran deep below the knee: in a traced trial of
+/// the lab's capacity drop, 7 to 3 for 1.4 s at three eighths of the
+/// throughput. A third lands at 5, which still reads the knee clearly (5
+/// of 8 reads 0.625, below [`THROUGHPUT_HELD`]); a knee lower still costs
+/// one round more above it, where a round costs latency, not throughput
+/// (on one core, 7, 4, 3, 2 where halving went 7, 4, 2). Probe divisors
+/// are a quarter, a half or a refresh's third, so after a half cut or a
+/// third the next cut is this third.
+const DEEPER_CUT: f64 = 1.5;
 
 /// A probe whose throughput held with hold times at most this share over
 /// the clean baseline stands at the knee: nothing waits inside, and the
@@ -203,7 +258,7 @@ impl Estimator {
     /// stopped growing leaves a limit within twice the knee, where a
     /// quarter cut (7 to 2 at a batch spike's start) serves less than the
     /// interactive traffic beside the batch.
-    pub(super) fn probe_divisor(&self) -> f64 {
+    fn probe_divisor(&self) -> f64 {
         let far_above = self.phase == Phase::SlowStart
             || (self.plateau.is_some() && self.phase == Phase::Steady)
             || self.settings.initial > SLOW_START_MAX;
@@ -245,7 +300,7 @@ impl Estimator {
     }
 
     /// Ends a probe that could not be judged, at the limit it cut from.
-    pub(super) fn abandon_probe(&mut self, from: f64) -> bool {
+    fn abandon_probe(&mut self, from: f64) -> bool {
         self.phase = Phase::Steady;
         self.limit = from;
         self.restart_round();
@@ -274,7 +329,7 @@ impl Estimator {
     /// and the next probe cut to 2 again, for the rest of the drop: 0.28 to
     /// 0.40 of the slowed capacity served at 5 of its 48 seeds (0.73 to
     /// 0.82 since; no seed served less).
-    pub(super) fn no_queue_where_it_held(&mut self, hold: f64, from: f64) -> bool {
+    fn no_queue_where_it_held(&mut self, hold: f64, from: f64) -> bool {
         let knee = self.knee.or(self.last_knee);
         tracing::debug!(
             hold_ms = hold / 1e6,
@@ -315,7 +370,7 @@ impl Estimator {
     /// faster service's own probe was then held against what that lowered
     /// limit delivered, which bounds the knee, and the limit stood at 6 of
     /// 8 slots for 7 s.
-    pub(super) fn faster_than_before(&self, before: Throughput, round: &IntervalSamples) -> bool {
+    fn faster_than_before(&self, before: Throughput, round: &IntervalSamples) -> bool {
         Throughput::of(round).rate() >= SPED_UP * before.rate()
             && self
                 .baseline
@@ -339,7 +394,7 @@ impl Estimator {
     /// A probe round ended (pooled with the one before it at the same cut,
     /// if `measured_twice`): throughput held (cut again, or first measure
     /// again) or fell (the knee).
-    pub(super) fn probe_measured(
+    fn probe_measured(
         &mut self,
         probe: Probe,
         measured: Throughput,
@@ -391,8 +446,8 @@ impl Estimator {
             // HELD_TWICE): the permits in flight belong to this epoch, and
             // the next round starts empty, as every round does.
             tracing::debug!("adaptive limit: a probe measures again");
-            if let Phase::Probing(cut) = &mut self.phase {
-                cut.first_round = Some((measured, hold));
+            if let Phase::Probing(in_force) = &mut self.phase {
+                in_force.first_round = Some((measured, hold));
             }
             return false;
         }
@@ -417,7 +472,7 @@ impl Estimator {
             } else {
                 DEEPER_CUT
             };
-            let cut = self.cut_for_probe(Probe {
+            let new_epoch = self.cut_for_probe(Probe {
                 before: saturated,
                 divisor,
                 ..probe
@@ -425,7 +480,7 @@ impl Estimator {
             if let Phase::Probing(deeper) = &mut self.phase {
                 deeper.hold_above = Some(hold);
             }
-            return cut;
+            return new_epoch;
         }
         // Little's law at the probe, which stood at or below the knee with
         // the service kept full (throughput fell, or held with nothing

@@ -42,9 +42,9 @@ impl Estimator {
     /// is overdue: `refresh_rounds` rounds under load since the last probe
     /// (or since the start: fed ones; in steady state, also unfed ones in
     /// which the level shed), so that it runs even where the load never
-    /// clearly outruns the service (see the `outrun` gates in
-    /// [`Estimator::decide`]).
-    pub(super) fn probe_overdue(&self) -> bool {
+    /// clearly outruns the service (see the `outrun` gate in
+    /// [`Estimator::learning_probe_may_run`]).
+    fn probe_overdue(&self) -> bool {
         self.rounds_since_probe >= self.settings.refresh_rounds
     }
 

@@ -1,10 +1,11 @@
 //! Slow start: doubling from a small initial limit, and how it ends (see
 //! the module doc's "Slow start").
 
-use super::{
-    Cause, Estimator, IntervalSamples, Throughput, OVERLOADED_ROUNDS, RELIABLE_SAMPLES,
-    SLOW_START_GROWTH,
-};
+use super::{Cause, Estimator, IntervalSamples, Throughput, OVERLOADED_ROUNDS, RELIABLE_SAMPLES};
+
+/// In slow start, a fed round whose throughput grew by less than this over
+/// the last one (at half the limit) has passed the knee.
+const SLOW_START_GROWTH: f64 = 1.25;
 
 impl Estimator {
     /// Whether the probe that ends slow start (or follows it, while no
@@ -26,7 +27,7 @@ impl Estimator {
     /// round did at half the limit. Rates of fewer permits are too noisy to
     /// compare: at tiny limits, and from the first counted round, slow
     /// start doubles blindly.
-    pub(super) fn slow_start_grew(&self, round: &IntervalSamples) -> bool {
+    fn slow_start_grew(&self, round: &IntervalSamples) -> bool {
         let finished_rate = Throughput::of(round).rate();
         round.released < RELIABLE_SAMPLES
             || self

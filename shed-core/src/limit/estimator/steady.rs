@@ -1,7 +1,10 @@
 //! Steady: the limit tracks the knee between probes (see the module
 //! doc's "The idea" and "Probes").
 
-use super::{Estimator, IntervalSamples, Throughput, FIRST_REFRESH, HEADROOM_STEP};
+use super::{Estimator, IntervalSamples, Throughput, FIRST_REFRESH};
+
+/// How much the headroom moves per round, between its bounds.
+const HEADROOM_STEP: f64 = 0.02;
 
 impl Estimator {
     /// A steady round kept the service full with clean hold times: the
