@@ -947,7 +947,7 @@ impl Estimator {
                 .or(self.baseline);
             return self.double();
         }
-        self.steady_round(round, hold, baseline, delivery, saturated)
+        self.steady_round(round, finished_rate, hold, baseline, delivery, saturated)
     }
 
     /// Callers abandon permits (or deadlines cut them): their hold times

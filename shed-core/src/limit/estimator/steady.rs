@@ -1,7 +1,7 @@
 //! Steady: the limit tracks the knee between probes (see the module
 //! doc's "The idea" and "Probes").
 
-use super::{Estimator, IntervalSamples, Throughput, FIRST_REFRESH};
+use super::{Estimator, IntervalSamples, FIRST_REFRESH};
 
 /// How much the headroom moves per round, between its bounds.
 const HEADROOM_STEP: f64 = 0.02;
@@ -9,19 +9,20 @@ const HEADROOM_STEP: f64 = 0.02;
 impl Estimator {
     /// A steady round kept the service full with clean hold times: the
     /// headroom follows hold times and throughput, a refresh comes when one
-    /// is due, and the delivery rule sets the limit (`hold`: the round's mean
-    /// hold time; `baseline`: the one believed; `delivery`: the smoothed
-    /// delivery rate, this round's included; `saturated`: the load has held
-    /// the service full in an overload).
+    /// is due, and the delivery rule sets the limit (`finished_rate`: what
+    /// the round finished a second; `hold`: its mean hold time; `baseline`:
+    /// the one believed; `delivery`: the smoothed delivery rate, this round's
+    /// included; `saturated`: the load has held the service full in an
+    /// overload).
     pub(super) fn steady_round(
         &mut self,
         round: &IntervalSamples,
+        finished_rate: f64,
         hold: f64,
         baseline: f64,
         delivery: f64,
         saturated: bool,
     ) -> bool {
-        let finished_rate = Throughput::of(round).rate();
         let (low, high) = self.settings.headroom;
         // brpc's explore ratio: more headroom while hold times are flat (room
         // to grow) or throughput sits below its peak, less while hold times
