@@ -237,7 +237,8 @@ impl Controller {
     /// The slot time: the mean gap between completions with every one of
     /// `limit` slots busy, in nanoseconds, once a service time is known. The
     /// one measure behind the predicted wait, the overload wait, Retry-After
-    /// and the overload target's floor.
+    /// and the overload target's floor (all but the overload wait through
+    /// [`Controller::sustained_slot_time`]).
     pub(crate) fn slot_time(&self, limit: u32) -> Option<u64> {
         self.mean_service()
             .map(|mean| (mean / u64::from(limit.max(1))).max(1))
@@ -262,7 +263,25 @@ impl Controller {
     /// (the test `a_probe_holds_the_drain_to_the_throughput_before_its_cut`).
     pub(crate) fn sustained_drain(&self, sustained: Sustained) -> Option<f64> {
         let drain = self.drain_rate(sustained.limit)?;
-        Some(sustained.rate.map_or(drain, |rate| drain.min(rate)))
+        Some(sustained.rate().map_or(drain, |rate| drain.min(rate)))
+    }
+
+    /// The slot time at the pace the service is held to sustain, once a
+    /// service time is known: `sustained.limit`'s slot time, and no shorter
+    /// than the gap between completions at the throughput an adaptive
+    /// limit's probe measured before its cut ([`Sustained::gap`]), as
+    /// [`Controller::sustained_drain`] is no faster. The predicted wait below
+    /// an overload, Retry-After and the overload target's floor count in it.
+    ///
+    /// A probe's cut shortens the hold times the mean service time follows,
+    /// and the sustained limit over them reads a pace the service never
+    /// had: in the lab's CPU-bound step at 2x, 7 slots over the 40 ms a cut
+    /// to 4 held its permits read a completion every 5.7 ms, where the core,
+    /// held to the 97 a second it finished before the cut, gave one every
+    /// 10.3 ms. (In nanoseconds, so the reject path stays in integers.)
+    pub(crate) fn sustained_slot_time(&self, sustained: Sustained) -> Option<u64> {
+        let slot_time = self.slot_time(sustained.limit)?;
+        Some(sustained.gap.map_or(slot_time, |gap| slot_time.max(gap)))
     }
 
     /// Completions per second with every one of `limit` slots busy, once a
@@ -421,7 +440,7 @@ impl Controller {
         // a shorter wait is no sign of a standing queue, so the target is
         // never below it (this matters for slow services with few slots).
         let natural_wait = self
-            .slot_time(sustained.limit)
+            .sustained_slot_time(sustained)
             .map_or(0, |slot_time| slot_time / 2);
         let target = config.live.target_sojourn().max(natural_wait);
         let standing_queue = min_sojourn != NO_SAMPLE && min_sojourn > target;
@@ -486,10 +505,24 @@ pub(crate) struct Sustained {
     /// The limit in force, or during an adaptive limit's probe the one it
     /// cut from (a probe's cuts last a round or a few).
     pub(crate) limit: u32,
-    /// During an adaptive limit's probe, the throughput (permits finished
-    /// per second) its rounds are held against: what the service finished
-    /// before its cut, the load holding it full.
-    pub(crate) rate: Option<f64>,
+    /// During an adaptive limit's probe, the mean gap between completions
+    /// (nanoseconds) at the throughput its rounds are held against: what the
+    /// service finished before its cut, the load holding it full.
+    pub(crate) gap: Option<u64>,
+}
+
+impl Sustained {
+    /// The throughput a probe's rounds are held against, in permits
+    /// finished per second ([`Sustained::gap`]).
+    pub(crate) fn rate(&self) -> Option<f64> {
+        self.gap.map(|gap| 1e9 / gap.max(1) as f64)
+    }
+
+    /// The gap between completions at `rate` permits finished per second,
+    /// in nanoseconds; `None` for no rate (zero, negative or not a number).
+    pub(crate) fn gap_of(rate: f64) -> Option<u64> {
+        (rate > 0.0).then(|| (1e9 / rate).round().max(1.0) as u64)
+    }
 }
 
 /// What the engine counted, read where an interval closes: the interval's
@@ -637,7 +670,7 @@ mod tests {
 
     const EIGHT: Sustained = Sustained {
         limit: 8,
-        rate: None,
+        gap: None,
     };
 
     #[test]
@@ -650,7 +683,10 @@ mod tests {
         let config = crate::Shedder::builder().validate().expect("defaults");
         let overloaded_intervals = |rate: Option<f64>| {
             let controller = Controller::new(&config);
-            let sustained = Sustained { limit: 7, rate };
+            let sustained = Sustained {
+                limit: 7,
+                gap: rate.and_then(Sustained::gap_of),
+            };
             (1..=10u64)
                 .filter(|interval| {
                     for _ in 0..15 {
@@ -679,6 +715,43 @@ mod tests {
             overloaded_intervals(Some(97.0)) >= 5,
             "150 a second outpace the 97 the service finished before the cut"
         );
+    }
+
+    #[test]
+    fn a_probe_holds_the_slot_time_to_the_pace_before_its_cut() {
+        // The lab's CPU-bound step at 2x: a probe cut 7 slots on one core
+        // (97 requests a second) to 4, whose permits were held 40 ms. Over
+        // the sustained 7 slots that reads a completion every 5.7 ms; the
+        // core, held to the 97 a second it finished before the cut, gives
+        // one every 10.3 ms.
+        let config = crate::Shedder::builder().validate().expect("defaults");
+        let controller = Controller::new(&config);
+        for _ in 0..10 {
+            controller.record_completion(40_000_000, &config);
+        }
+        let claim = controller
+            .claim(config.interval, true, &config)
+            .expect("a claim");
+        controller.update(
+            &claim,
+            config.interval,
+            EIGHT,
+            Tallies::default(),
+            true,
+            &config,
+        );
+        let at = |rate: Option<f64>| {
+            controller.sustained_slot_time(Sustained {
+                limit: 7,
+                gap: rate.and_then(Sustained::gap_of),
+            })
+        };
+        assert_eq!(at(None), Some(40_000_000 / 7));
+        assert_eq!(at(Some(97.0)), Some(10_309_278));
+        // Never shorter than the sustained limit's slot time: the drain is
+        // the lesser of the two rates.
+        assert_eq!(at(Some(1_000.0)), Some(40_000_000 / 7));
+        assert_eq!(at(Some(0.0)), Some(40_000_000 / 7), "no rate");
     }
 
     #[test]

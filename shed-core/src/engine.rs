@@ -64,10 +64,11 @@ pub(crate) struct Engine {
     /// during an adaptive limit's probe the one it cut from. Waits are
     /// predicted with it, since a probe's cut lasts only a round.
     sustained_limit: AtomicU32,
-    /// During an adaptive limit's probe, the throughput it measured before
-    /// its cut (`f64` bits; 0 otherwise): the drain is held to it (see
+    /// During an adaptive limit's probe, the gap between completions at the
+    /// throughput it measured before its cut (nanoseconds; 0 otherwise): the
+    /// drain and the slot time are held to it (see
     /// [`Controller::sustained_drain`](crate::controller::Controller::sustained_drain)).
-    sustained_rate: AtomicU64,
+    sustained_gap: AtomicU64,
     counters: Counters,
     /// Warns when shedding starts and stops.
     shedding_log: SheddingLog,
@@ -131,7 +132,7 @@ impl Engine {
             queues: Mutex::new(WaitQueues::new()),
             queue_lens: Default::default(),
             sustained_limit: AtomicU32::new(config.limit.initial()),
-            sustained_rate: AtomicU64::new(0),
+            sustained_gap: AtomicU64::new(0),
             counters: Counters::default(),
             shedding_log: SheddingLog::new(),
             rehearsal: parking_lot::Mutex::new(RehearsedQueue::default()),
@@ -252,10 +253,10 @@ impl Engine {
 
     /// What the service is held to sustain (see the fields).
     fn sustained(&self) -> Sustained {
-        let rate = f64::from_bits(self.sustained_rate.load(Ordering::Relaxed));
+        let gap = self.sustained_gap.load(Ordering::Relaxed);
         Sustained {
             limit: self.sustained_limit(),
-            rate: (rate > 0.0).then_some(rate),
+            gap: (gap > 0).then_some(gap),
         }
     }
 
@@ -677,7 +678,7 @@ impl Engine {
         retry_after::compute(Inputs {
             rank,
             queue_ahead: self.queue_ahead(rank),
-            slot_time: self.controller.slot_time(self.sustained_limit()),
+            slot_time: self.controller.sustained_slot_time(self.sustained()),
             distance_below_level: self.controller.level().distance_below(rank, cohort),
             recovery_step: self.config.recovery_step,
             interval: self.config.interval,
@@ -843,23 +844,24 @@ impl Engine {
     /// importance ([`Engine::serve_order`]), it waits for the waiters of its
     /// rank and the more important ones; by arrival, for every waiter.
     ///
-    /// Below overload the slots drain at the limit the service is held to
-    /// sustain (an adaptive limit's probe cuts it for a round, and the queue
+    /// Below overload the slots drain at the pace the service is held to
+    /// sustain ([`Controller::sustained_slot_time`](crate::controller::Controller::sustained_slot_time):
+    /// an adaptive limit's probe cuts the limit for a round, and the queue
     /// that builds meanwhile drains once the round ends). In an overload,
     /// the wait is what the limit in force gives now: a request admitted to
     /// wait behind a probe's cut would wait twice as long as the overload's
     /// short queue is meant to let it.
     fn predicted_wait(&self, rank: Rank, overload: bool) -> u64 {
-        let limit = if overload {
-            self.slots.limit()
+        let slot_time = if overload {
+            self.controller.slot_time(self.slots.limit())
         } else {
-            self.sustained_limit()
+            self.controller.sustained_slot_time(self.sustained())
         };
         let ahead = match self.serve_order(overload) {
             ServeOrder::Importance => self.queue_ahead(rank),
             ServeOrder::Arrival => self.queue_ahead(Rank::ALL[0]),
         };
-        self.controller.slot_time(limit).map_or(0, |slot_time| {
+        slot_time.map_or(0, |slot_time| {
             (u64::from(ahead) + 1).saturating_mul(slot_time)
         })
     }
@@ -1031,7 +1033,7 @@ impl Engine {
             }
             None => {
                 self.sustained_limit.store(limit, Ordering::Relaxed);
-                self.sustained_rate.store(0, Ordering::Relaxed);
+                self.sustained_gap.store(0, Ordering::Relaxed);
                 self.apply_limit(limit, now);
             }
         }
@@ -1058,8 +1060,9 @@ impl Engine {
     fn follow(&self, estimator: &Estimator, now: u64) {
         self.sustained_limit
             .store(estimator.sustained_limit(), Ordering::Relaxed);
-        let rate = estimator.sustained_rate().unwrap_or(0.0);
-        self.sustained_rate.store(rate.to_bits(), Ordering::Relaxed);
+        let gap = estimator.sustained_rate().and_then(Sustained::gap_of);
+        self.sustained_gap
+            .store(gap.unwrap_or(0), Ordering::Relaxed);
         if estimator.limit() != self.slots.limit() {
             self.apply_limit(estimator.limit(), now);
         }

@@ -12,8 +12,10 @@
 //! delay    = min(cap, (drain + recovery) * weight * (1 + jitter * u)),  u uniform in [0, 1)
 //! ```
 //!
-//! The slot time is the mean service time divided by the limit: the mean gap
-//! between completions with every slot busy. Everything is integer
+//! The slot time is the mean service time divided by the limit the service
+//! is held to sustain: the mean gap between completions with every slot busy
+//! (during an adaptive limit's probe, no shorter than the gap at the
+//! throughput measured before its cut). Everything is integer
 //! nanoseconds (the jitter in 1/65,536ths), so the reject path does no
 //! floating-point work. The header carries whole seconds, rounded up, at
 //! least 1 ([`RetryAfter::as_secs`](crate::RetryAfter::as_secs)).
