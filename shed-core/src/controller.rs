@@ -237,8 +237,10 @@ impl Controller {
     /// The slot time: the mean gap between completions with every one of
     /// `limit` slots busy, in nanoseconds, once a service time is known. The
     /// one measure behind the predicted wait, the overload wait, Retry-After
-    /// and the overload target's floor (all but the overload wait through
-    /// [`Controller::sustained_slot_time`]).
+    /// and the overload target's floor: the predicted wait below an
+    /// overload, Retry-After and the floor through
+    /// [`Controller::sustained_slot_time`]; the overload wait, the predicted
+    /// wait in an overload and shadow mode's replay at the limit in force.
     pub(crate) fn slot_time(&self, limit: u32) -> Option<u64> {
         self.mean_service()
             .map(|mean| (mean / u64::from(limit.max(1))).max(1))
@@ -519,9 +521,10 @@ impl Sustained {
     }
 
     /// The gap between completions at `rate` permits finished per second,
-    /// in nanoseconds; `None` for no rate (zero, negative or not a number).
+    /// in nanoseconds, rounded up (so that [`Sustained::rate`] is no more
+    /// than `rate`); `None` for no rate (zero, negative or not a number).
     pub(crate) fn gap_of(rate: f64) -> Option<u64> {
-        (rate > 0.0).then(|| (1e9 / rate).round().max(1.0) as u64)
+        (rate > 0.0).then(|| (1e9 / rate).ceil().max(1.0) as u64)
     }
 }
 
@@ -747,7 +750,7 @@ mod tests {
             })
         };
         assert_eq!(at(None), Some(40_000_000 / 7));
-        assert_eq!(at(Some(97.0)), Some(10_309_278));
+        assert_eq!(at(Some(97.0)), Some(10_309_279));
         // Never shorter than the sustained limit's slot time: the drain is
         // the lesser of the two rates.
         assert_eq!(at(Some(1_000.0)), Some(40_000_000 / 7));
