@@ -477,21 +477,16 @@ fn the_logs_warn_once_when_shedding_starts_and_once_when_it_stops() {
 }
 
 /// The lab's CPU-bound step at 2x: one core, 10 ms of work per request,
-/// interactive and batch requests each at the core's capacity. Here slow
-/// start grows to 16 slots, where each request takes 160 ms, and its exit
-/// probe cuts to 4 and then 2, where they take 40 and 20 ms. The probe's
-/// rounds are held against the 100 a second the core finished before the
-/// cut, and so is the level: judged against 16 slots over the cut's shorter
-/// hold times, the load passing the level never outpaced the core, and the
-/// door's queue grew (in the lab, to 26 requests at 2 slots). Here at most
-/// 10 wait under the cut, 18 when the drain is the cut-from limit's.
-#[test]
-fn on_one_core_a_probe_keeps_the_level_that_holds_the_door_queue_short() {
-    let mut sim = common::Sim::one_core(Shedder::builder(), ms(10));
-    let interactive = Arrival::new(Class::Interactive);
+/// interactive and batch requests each at the core's capacity, for 10 s of
+/// 1 ms steps. `under_cut` runs at every step at which a probe's cut holds
+/// the limit (given) below the one it cut from. (A refresh's raised round
+/// also reads "probing", but raises the limit.)
+fn cpu_bound_at_2x(
+    sim: &mut common::Sim,
+    interactive: Arrival,
+    mut under_cut: impl FnMut(&common::Sim, u32),
+) {
     let tick = Duration::from_millis(1);
-    let mut longest_under_a_cut = 0;
-    let mut cut_ticks = 0;
     let mut cut_from = sim.shedder.limit();
     for step in 0..10_000u32 {
         if step % 10 == 0 {
@@ -506,14 +501,64 @@ fn on_one_core_a_probe_keeps_the_level_that_holds_the_door_queue_short() {
         if adaptive.phase != "probing" {
             cut_from = limit;
         } else if limit < cut_from {
-            // A probe's cut (a refresh's raised round also reads "probing").
-            cut_ticks += 1;
-            longest_under_a_cut = longest_under_a_cut.max(sim.waiting());
+            under_cut(sim, limit);
         }
     }
+}
+
+/// The lab's CPU-bound step at 2x ([`cpu_bound_at_2x`]). Here slow start
+/// grows to 16 slots, where each request takes 160 ms, and its exit probe
+/// cuts to 4 and then 2, where they take 40 and 20 ms. The probe's rounds
+/// are held against the 100 a second the core finished before the cut, and
+/// so is the level: judged against 16 slots over the cut's shorter hold
+/// times, the load passing the level never outpaced the core, and the
+/// door's queue grew (in the lab, to 26 requests at 2 slots). Here at most
+/// 10 wait under the cut, 18 when the drain is the cut-from limit's.
+#[test]
+fn on_one_core_a_probe_keeps_the_level_that_holds_the_door_queue_short() {
+    let mut sim = common::Sim::one_core(Shedder::builder(), ms(10));
+    let (mut longest_under_a_cut, mut cut_ticks) = (0, 0);
+    cpu_bound_at_2x(&mut sim, Arrival::new(Class::Interactive), |sim, _| {
+        cut_ticks += 1;
+        longest_under_a_cut = longest_under_a_cut.max(sim.waiting());
+    });
     assert!(cut_ticks > 500, "{cut_ticks} ms under a probe's cut");
     assert!(
         longest_under_a_cut <= 12,
         "{longest_under_a_cut} requests waited at the door under the cut"
     );
+}
+
+/// The same service: while a probe cuts the limit, the core is held to the
+/// pace it kept before the cut (about 100 completions a second), and so is
+/// the Retry-After a refusal carries. A critical request refused for want
+/// of a slot, with nobody ahead of it and the level far from its rank, is
+/// told to come back after one slot time, or one controller interval if
+/// that is longer: an interval of 8 ms leaves the slot time to speak. Held
+/// to the pace, it is 10 ms under every cut; counted in the cut's hold
+/// times over the limit it cut from, it read under 8 ms (the interval).
+#[test]
+fn on_one_core_a_probe_tells_refused_callers_the_pace_before_its_cut() {
+    let builder = Shedder::builder().interval(ms(8)).retry_after_jitter(0.0);
+    let mut sim = common::Sim::one_core(builder, ms(10));
+    // Fixed cohorts: the same run every time.
+    let interactive = Arrival::new(Class::Interactive).with_cohort(Cohort::MAX);
+    let critical = Arrival::new(Class::Critical).with_cohort(Cohort::MAX);
+    let mut told = Vec::new();
+    cpu_bound_at_2x(&mut sim, interactive, |sim, limit| {
+        if sim.in_service() < limit as usize {
+            return;
+        }
+        // Every slot held: a critical request that will not wait is
+        // refused.
+        if let Err(refused) = sim.shedder.try_admit(&critical) {
+            if refused.reason() == RejectReason::QueueFull {
+                let retry_after = refused.retry_after().expect("an overload's refusal");
+                told.push(retry_after.exact());
+            }
+        }
+    });
+    assert!(told.len() > 100, "{} refusals under a cut", told.len());
+    let shortest = told.iter().min().expect("refusals");
+    assert!(*shortest >= ms(9), "{shortest:?}");
 }
