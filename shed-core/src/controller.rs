@@ -277,10 +277,11 @@ impl Controller {
     ///
     /// A probe's cut shortens the hold times the mean service time follows,
     /// and the sustained limit over them reads a pace the service never
-    /// had: in the lab's CPU-bound step at 2x, 7 slots over the 40 ms a cut
-    /// to 4 held its permits read a completion every 5.7 ms, where the core,
-    /// held to the 97 a second it finished before the cut, gave one every
-    /// 10.3 ms. (In nanoseconds, so the reject path stays in integers.)
+    /// had: in a traced run of the lab's CPU-bound step at 2x, 7 slots over
+    /// the 41 ms a cut to 4 held its permits read a completion every 5.9 ms,
+    /// where the core, held to the 97 a second it finished before the cut,
+    /// gave one every 10.3 ms. (In nanoseconds, so the reject path stays in
+    /// integers.)
     pub(crate) fn sustained_slot_time(&self, sustained: Sustained) -> Option<u64> {
         let slot_time = self.slot_time(sustained.limit)?;
         Some(sustained.gap.map_or(slot_time, |gap| slot_time.max(gap)))
@@ -723,10 +724,10 @@ mod tests {
     #[test]
     fn a_probe_holds_the_slot_time_to_the_pace_before_its_cut() {
         // The lab's CPU-bound step at 2x: a probe cut 7 slots on one core
-        // (97 requests a second) to 4, whose permits were held 40 ms. Over
-        // the sustained 7 slots that reads a completion every 5.7 ms; the
-        // core, held to the 97 a second it finished before the cut, gives
-        // one every 10.3 ms.
+        // (97 requests a second) to 4, whose permits were held 41 ms (40
+        // here). Over the sustained 7 slots that reads a completion every
+        // 5.7 ms; the core, held to the 97 a second it finished before the
+        // cut, gives one every 10.3 ms.
         let config = crate::Shedder::builder().validate().expect("defaults");
         let controller = Controller::new(&config);
         for _ in 0..10 {

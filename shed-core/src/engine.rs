@@ -67,7 +67,8 @@ pub(crate) struct Engine {
     /// During an adaptive limit's probe, the gap between completions at the
     /// throughput it measured before its cut (nanoseconds; 0 otherwise): the
     /// drain and the slot time are held to it (see
-    /// [`Controller::sustained_drain`](crate::controller::Controller::sustained_drain)).
+    /// [`Controller::sustained_drain`](crate::controller::Controller::sustained_drain)
+    /// and [`Controller::sustained_slot_time`](crate::controller::Controller::sustained_slot_time)).
     sustained_gap: AtomicU64,
     counters: Counters,
     /// Warns when shedding starts and stops.
