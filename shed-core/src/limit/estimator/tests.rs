@@ -2651,3 +2651,22 @@ fn explore_capacity_drop_over_48_seeds() {
         );
     }
 }
+
+#[test]
+fn work_that_holds_its_slot_for_no_measurable_time_keeps_the_limit_within_its_bounds() {
+    // Hold times of 0 ns (a clock too coarse for the work) read a baseline
+    // of 0, and the delivery rule's target is 0 slots. With no knee
+    // believed to hold the limit up (an operator set it), the limit stays
+    // at the minimum or above, and no knee is read from a limit of 0.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, kept_fed_holding(40, 0), |e| {
+        e.beliefs().phase == "steady"
+    });
+    estimator.set_limit(8);
+    for interval in 0..3_000 {
+        estimator.on_interval(kept_fed_holding(40, 0));
+        assert!(estimator.limit >= 1.0, "{interval}: {}", estimator.limit);
+        let knee = estimator.beliefs().knee;
+        assert!(knee.is_none_or(|knee| knee > 0.0), "{interval}: {knee:?}");
+    }
+}
