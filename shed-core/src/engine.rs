@@ -822,6 +822,14 @@ impl Engine {
     /// service runs at once, the service time counts the queue inside it.
     /// Measured: commit fdf2989 (unknown-capacity lab, a limit of 64 on 8 workers).
     ///
+    /// The queue is also how an adaptive limit sees an overload: it counts
+    /// a round as keeping the service full only when nearly every released
+    /// slot goes straight to a waiter. With a shortest queue of 2 waiters
+    /// the lab's capacity drop wasted less work (callers hang up at 250 ms
+    /// on work of 60 ms), but in one of two trials no round counted and the
+    /// limit stood at 11 on a knee of 8 for the whole drop
+    /// (`docs/lab/HISTORY.md`, "the work wasted is the door's wait").
+    ///
     /// Both bounds are stretched while the arrivals (the ones the level
     /// refuses included) outrun the completions by less than 1.7 times
     /// ([`Controller::overload_stretch`]): near 1x a queue of eight stands
