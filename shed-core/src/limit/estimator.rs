@@ -623,7 +623,18 @@ impl Estimator {
     pub(crate) fn set_bounds(&mut self, min: u32, max: u32) {
         self.settings.min = min;
         self.settings.max = max;
-        self.limit = self.limit.clamp(f64::from(min), f64::from(max));
+        self.keep_within_bounds();
+    }
+
+    /// Brings the limit within its bounds. Every rule that moves it ends
+    /// here (see [`Estimator::on_interval`]), so that none needs its own
+    /// clamp: the delivery rule's target, for one, is 0 slots on a baseline
+    /// of nothing (work that holds a slot for no measurable time), and a
+    /// refresh raised from a limit of 0 read its knee as 0 (the test
+    /// work_that_holds_its_slot_for_no_measurable_time_keeps_the_limit_within_its_bounds).
+    fn keep_within_bounds(&mut self) {
+        let (min, max) = (f64::from(self.settings.min), f64::from(self.settings.max));
+        self.limit = self.limit.clamp(min, max);
     }
 
     /// The lowest and highest the limit may be.
@@ -688,7 +699,9 @@ impl Estimator {
             return false;
         }
         self.round = IntervalSamples::default();
-        self.decide(&round)
+        let new_epoch = self.decide(&round);
+        self.keep_within_bounds();
+        new_epoch
     }
 
     /// Released permits the round needs: the full count once the limit is

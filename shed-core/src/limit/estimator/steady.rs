@@ -89,15 +89,7 @@ impl Estimator {
             return true;
         }
         let target = delivery * baseline / 1e9 * (1.0 + self.headroom);
-        // Within the bounds: a baseline of nothing (work that holds a slot
-        // for no measurable time) reads a target of 0, and with no knee
-        // believed the limit was set to it; a refresh raised from 0 then
-        // read its knee as 0 (the test
-        // work_that_holds_its_slot_for_no_measurable_time_keeps_the_limit_within_its_bounds).
-        let (min, max) = (f64::from(self.settings.min), f64::from(self.settings.max));
-        self.limit = target
-            .max(self.knee.map_or(0.0, |knee| self.knee_floor(knee)))
-            .clamp(min, max);
+        self.limit = target.max(self.knee.map_or(0.0, |knee| self.knee_floor(knee)));
         false
     }
 }
