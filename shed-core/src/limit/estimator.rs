@@ -507,9 +507,19 @@ pub(crate) struct Estimator {
     slow_start_rate: Option<f64>,
     /// Slow start doubled the limit, and no round at it has been judged yet.
     just_doubled: bool,
+    /// Since slow start last doubled the limit, the load let up: a round
+    /// in which the limit did not bind, one given up unfilled, or an
+    /// interval that released nothing. Its growth test then compares a
+    /// round with the last one before the lull (see
+    /// [`Estimator::probe_divisor`]).
+    lull_since_doubling: bool,
     /// Once slow start's throughput stopped growing: its fed rounds since,
     /// pooled (the limit stays where it is until the probe).
     plateau: Option<Throughput>,
+    /// The plateau was read with no lull since the last doubling (see
+    /// `lull_since_doubling`): the growth test compared the limit with
+    /// its half under the same load.
+    plateau_in_a_row: bool,
     /// Fed steady rounds since the last raised round.
     rounds_since_raise: u32,
     /// A probe lowered the knee believed, or a raised round measured only
@@ -555,7 +565,9 @@ impl Estimator {
             slow_start_pool: (0, 0),
             slow_start_rate: None,
             just_doubled: false,
+            lull_since_doubling: false,
             plateau: None,
+            plateau_in_a_row: false,
             at_limit: Pooled::default(),
             rounds_since_raise: 0,
             recheck_raise: false,
@@ -674,6 +686,7 @@ impl Estimator {
             let own = interval.samples as f64;
             self.settling = !(interval.released > 0 && own >= share * interval.released as f64);
             if self.settling {
+                self.note_a_lull(interval.released == 0);
                 // Its samples are left out, not its overload: settling
                 // follows every cut, which is when an overload shows.
                 self.round.overloaded |= interval.overloaded;
@@ -690,6 +703,7 @@ impl Estimator {
             if round.elapsed >= self.settings.max_round {
                 // Too quiet to judge: decide nothing, keep the limit (and
                 // what overload the round saw).
+                self.note_a_lull(true);
                 self.round = IntervalSamples {
                     overloaded: round.overloaded,
                     outrun: round.outrun,
@@ -784,6 +798,7 @@ impl Estimator {
             );
         }
         if round.blocked == 0 {
+            self.note_a_lull(true);
             // The limit did not bind: nothing to learn about the knee, nor
             // about the service's speed (the module doc's "Only rounds that
             // kept the service full": Netflix #165's poisoned baseline). A
@@ -884,6 +899,7 @@ impl Estimator {
                 last = ?self.slow_start_rate,
                 grew = stopped_at.is_none(),
                 on_plateau = self.plateau.is_some(),
+                lull = self.lull_since_doubling,
                 released = round.released,
                 released_censored = round.released_censored,
                 handed_off = round.handed_off,
@@ -895,6 +911,9 @@ impl Estimator {
             if let Some(stopped_at) = stopped_at {
                 // Past the knee: the probe that measures it waits for the
                 // exit's evidence (see `exit_may_probe`).
+                if self.plateau.is_none() {
+                    self.plateau_in_a_row = !self.lull_since_doubling;
+                }
                 self.plateau = Some(stopped_at);
                 if !self.exit_may_probe(saturated, round) {
                     return false;

@@ -249,7 +249,7 @@ impl Estimator {
     /// quarter while no clean baseline was ever measured and the limit
     /// likely lies at twice the knee or more: when slow start ends (its
     /// throughput stopped doubling with the limit), also when it ended by
-    /// backing off after that (in a lab run, not traced, hang-ups cut 16 to
+    /// backing off after that, read with no lull (in a lab run, not traced, hang-ups cut 16 to
     /// 15 on a CPU-bound service of one slot, and halving probes took the
     /// limit 15, 7, 4, 2, reaching 2 1.5 s into the measured window: p99
     /// 167 ms; whether its throughput had stopped growing was not seen),
@@ -258,9 +258,23 @@ impl Estimator {
     /// stopped growing leaves a limit within twice the knee, where a
     /// quarter cut (7 to 2 at a batch spike's start) serves less than the
     /// interactive traffic beside the batch.
+    ///
+    /// A back-off after a plateau read across a lull halves too: such a
+    /// plateau says nothing of how far past the knee the limit stands.
+    /// Slow start that sat at 16 under 0.8x load (the limit did not bind)
+    /// compares a threefold slowdown's first fed round with its round at 8
+    /// from before the slowdown, and reads a plateau whatever the knee; the
+    /// quarter cut after the back-off took 13 to 3 slots for a knee of 8
+    /// in a full run of the lab's capacity drop (its server CSV), three
+    /// eighths of the throughput. Only a plateau read with no lull since
+    /// the last doubling (`lull_since_doubling`) says the doubling itself
+    /// bought nothing. Slow start's own exit probe still cuts by a quarter
+    /// either way: it waits for the load to hold the service full in an
+    /// overload, and in 18 traced trials of that capacity drop hang-ups
+    /// ended slow start first, every time.
     fn probe_divisor(&self) -> f64 {
         let far_above = self.phase == Phase::SlowStart
-            || (self.plateau.is_some() && self.phase == Phase::Steady)
+            || (self.plateau_in_a_row && self.phase == Phase::Steady)
             || self.settings.initial > SLOW_START_MAX;
         if !self.clean && far_above {
             4.0

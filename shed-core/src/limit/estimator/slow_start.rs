@@ -1,7 +1,9 @@
 //! Slow start: doubling from a small initial limit, and how it ends (see
 //! the module doc's "Slow start").
 
-use super::{Cause, Estimator, IntervalSamples, Throughput, OVERLOADED_ROUNDS, RELIABLE_SAMPLES};
+use super::{
+    Cause, Estimator, IntervalSamples, Phase, Throughput, OVERLOADED_ROUNDS, RELIABLE_SAMPLES,
+};
 
 /// In slow start, a fed round whose throughput grew by less than this over
 /// the last one (at half the limit) has passed the knee.
@@ -103,11 +105,19 @@ impl Estimator {
         self.back_off(censored)
     }
 
+    /// In slow start, whether the load let up (see `lull_since_doubling`).
+    pub(super) fn note_a_lull(&mut self, lull: bool) {
+        if lull && self.phase == Phase::SlowStart {
+            self.lull_since_doubling = true;
+        }
+    }
+
     /// Slow start: twice the limit, measured once its epoch settles.
     pub(super) fn double(&mut self) -> bool {
         self.limit *= 2.0;
         self.overloaded_rounds = 0;
         self.just_doubled = true;
+        self.lull_since_doubling = false;
         self.restart_round();
         true
     }

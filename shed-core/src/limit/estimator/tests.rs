@@ -1462,11 +1462,87 @@ fn a_probe_after_slow_start_stopped_growing_and_backed_off_cuts_by_a_quarter() {
         estimator.on_interval(slots_kept_full(2, false));
     }
     assert!(estimator.plateau.is_some(), "{:?}", estimator.beliefs());
+    assert!(estimator.plateau_in_a_row);
     let hang_ups = kept_fed(10, 5, 160 * MS, false);
     feed_until(&mut estimator, hang_ups, |e| e.beliefs().back_offs > 0);
     assert_eq!(estimator.limit(), 13);
     feed_until(&mut estimator, slots_kept_full(2, true), probing);
     assert_eq!(estimator.limit(), 3, "{:?}", estimator.beliefs());
+}
+
+#[test]
+fn a_probe_after_backing_off_from_a_plateau_read_across_a_lull_halves_the_limit() {
+    // The lab's capacity drop: slow start doubled to 16 under a load below
+    // the knee's (three quarters of it here), where the limit does not
+    // bind, and sat there. The service then slows to 60
+    // ms a permit: the first fed round at 16 finishes a third of what the
+    // round at 8 did seconds before, and reads a plateau, though nothing
+    // says the doubling itself bought nothing. Callers then hang up on half
+    // the permits: the limit backs off to 12. The probe that follows once
+    // the load holds the service full halves it, to 6, near the knee of 8;
+    // a quarter cut, as after a plateau read two rounds in a row, took it
+    // to 3 slots (13 to 3 in the lab), three eighths of the throughput.
+    let mut estimator = slow_start_at_16_on_8_slots();
+    let unbound = IntervalSamples {
+        blocked: 0,
+        handed_off: 0,
+        ..kept_fed(30, 0, 0, false)
+    };
+    for _ in 0..50 {
+        estimator.on_interval(unbound);
+    }
+    assert_eq!(estimator.limit(), 16);
+    // Fed, but not yet seen to outpace the service: no exit probe.
+    let slowed = slowed_to_60_ms(8, 16).map(|interval| IntervalSamples {
+        overloaded: false,
+        outrun: false,
+        ..interval
+    });
+    for interval in slowed.into_iter().cycle().take(30) {
+        if estimator.plateau.is_some() {
+            break;
+        }
+        estimator.on_interval(interval);
+    }
+    assert!(estimator.plateau.is_some(), "{:?}", estimator.beliefs());
+    assert!(!estimator.plateau_in_a_row);
+    assert_eq!(estimator.limit(), 16);
+    let hang_ups = kept_fed(10, 5, 120 * MS, false);
+    feed_until(&mut estimator, hang_ups, |e| e.beliefs().back_offs > 0);
+    assert_eq!(estimator.limit(), 12);
+    for interval in slowed_to_60_ms(8, 12).into_iter().cycle().take(600) {
+        if probing(&estimator) {
+            break;
+        }
+        estimator.on_interval(interval);
+    }
+    assert!(probing(&estimator), "{:?}", estimator.beliefs());
+    assert_eq!(estimator.limit(), 6, "{:?}", estimator.beliefs());
+}
+
+#[test]
+fn a_round_at_16_whose_door_ran_dry_is_no_lull_before_a_plateau() {
+    // Under load the door's queue runs dry now and then (the level's
+    // refusals thin it: 92% of the released slots found a waiter in the
+    // first second of the lab's CPU-bound 4x step): such a round is not
+    // judged, but the load did not let up, and the plateau read after it
+    // still compares 16 with 8 under the same load.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, slots_kept_full(2, false), |e| {
+        e.limit() == 16
+    });
+    let thinned = IntervalSamples {
+        handed_off: 8,
+        ..slots_kept_full(2, false)
+    };
+    for _ in 0..10 {
+        estimator.on_interval(thinned);
+    }
+    assert!(estimator.plateau.is_none());
+    feed_until(&mut estimator, slots_kept_full(2, false), |e| {
+        e.plateau.is_some()
+    });
+    assert!(estimator.plateau_in_a_row);
 }
 
 #[test]
