@@ -1474,14 +1474,14 @@ fn a_probe_after_slow_start_stopped_growing_and_backed_off_cuts_by_a_quarter() {
 fn a_probe_after_backing_off_from_a_plateau_read_across_a_lull_halves_the_limit() {
     // The lab's capacity drop: slow start doubled to 16 under a load below
     // the knee's (three quarters of it here), where the limit does not
-    // bind, and sat there. The service then slows to 60
-    // ms a permit: the first fed round at 16 finishes a third of what the
-    // round at 8 did seconds before, and reads a plateau, though nothing
-    // says the doubling itself bought nothing. Callers then hang up on half
-    // the permits: the limit backs off to 12. The probe that follows once
-    // the load holds the service full halves it, to 6, near the knee of 8;
-    // a quarter cut, as after a plateau read two rounds in a row, took it
-    // to 3 slots (13 to 3 in the lab), three eighths of the throughput.
+    // bind, and sat there: a lull. The service then slows to 60 ms a
+    // permit: the first fed round at 16 finishes a third of what the round
+    // at 8 did before the lull, and reads a plateau, though nothing says
+    // the doubling itself bought nothing. Callers then hang up on half the
+    // permits: the limit backs off to 12. The probe that follows once the
+    // load holds the service full halves it, to 6, near the knee of 8; a
+    // quarter cut, as after a plateau read under the same load, took it to
+    // 3 slots (13 to 3 in the lab), three eighths of the throughput.
     let mut estimator = slow_start_at_16_on_8_slots();
     let unbound = IntervalSamples {
         blocked: 0,
