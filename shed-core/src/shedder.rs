@@ -111,7 +111,9 @@ impl Shedder {
     /// Changes the concurrency limit (an operator's hand). Raising it hands
     /// the new slots to waiters at once; lowering it lets the excess drain as
     /// requests complete. An adaptive limit goes on adapting from the new
-    /// value, within its bounds (build with [`ShedderBuilder::limit`] to pin it).
+    /// value, within its bounds (build with [`ShedderBuilder::limit`] to pin it);
+    /// set during the adaptive limit's slow start, it ends slow start: the
+    /// value is held until an overload calls for a probe, not doubled.
     ///
     /// # Errors
     ///

@@ -619,14 +619,19 @@ impl Estimator {
     }
 
     /// An operator set the limit: adaptation goes on from there.
+    ///
+    /// Slow start ends there too: its growth test holds each round against
+    /// one at half the limit, and an operator's limit is no doubling of the
+    /// last (held against a round at 8, one at 24 read as growth and was
+    /// doubled to 48). Nor does a plateau read before say anything of it.
     pub(crate) fn set_limit(&mut self, limit: u32) {
         self.limit = f64::from(limit.clamp(self.settings.min, self.settings.max));
         self.knee = None;
         self.knees.clear();
         self.recheck_raise = false;
-        if matches!(self.phase, Phase::Probing(_) | Phase::Raising(_)) {
-            self.phase = Phase::Steady;
-        }
+        self.plateau = None;
+        self.plateau_in_a_row = false;
+        self.phase = Phase::Steady;
         self.restart_round();
     }
 

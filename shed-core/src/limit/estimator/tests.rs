@@ -2729,6 +2729,23 @@ fn explore_capacity_drop_over_48_seeds() {
 }
 
 #[test]
+fn a_limit_an_operator_sets_during_slow_start_is_not_doubled_against_a_round_at_another() {
+    // A service of 32 slots: slow start doubles 8 to 16, and an operator
+    // sets 24. Held against the round at 8, the rounds at 24 read three
+    // times the throughput: slow start doubled them to 48. The limit goes
+    // on from 24 instead, and without an overload nothing moves it.
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, slots_kept_full(8, false), |e| {
+        e.limit() == 16
+    });
+    estimator.set_limit(24);
+    for _ in 0..100 {
+        estimator.on_interval(slots_kept_full(24, false));
+        assert_eq!(estimator.limit(), 24, "{:?}", estimator.beliefs());
+    }
+}
+
+#[test]
 fn work_that_holds_its_slot_for_no_measurable_time_keeps_the_limit_within_its_bounds() {
     // Hold times of 0 ns (a clock too coarse for the work) read a baseline
     // of 0, and the delivery rule's target is 0 slots. With no knee
