@@ -241,6 +241,7 @@ mod steady;
 pub(crate) use measures::IntervalSamples;
 use measures::{mean, Pooled, Signal, Streak, Throughput};
 use readings::Readings;
+use slow_start::Plateau;
 
 /// The algorithm's settings, validated by the builder.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -515,11 +516,7 @@ pub(crate) struct Estimator {
     lull_since_doubling: bool,
     /// Once slow start's throughput stopped growing: its fed rounds since,
     /// pooled (the limit stays where it is until the probe).
-    plateau: Option<Throughput>,
-    /// The plateau was read with no lull since the last doubling (see
-    /// `lull_since_doubling`): the growth test compared the limit with
-    /// its half under the same load.
-    plateau_in_a_row: bool,
+    plateau: Option<Plateau>,
     /// Fed steady rounds since the last raised round.
     rounds_since_raise: u32,
     /// A probe lowered the knee believed, or a raised round measured only
@@ -567,7 +564,6 @@ impl Estimator {
             just_doubled: false,
             lull_since_doubling: false,
             plateau: None,
-            plateau_in_a_row: false,
             at_limit: Pooled::default(),
             rounds_since_raise: 0,
             recheck_raise: false,
@@ -625,12 +621,12 @@ impl Estimator {
     /// last (held against a round at 8, one at 24 read as growth and was
     /// doubled to 48). Nor does a plateau read before say anything of it.
     pub(crate) fn set_limit(&mut self, limit: u32) {
-        self.limit = f64::from(limit.clamp(self.settings.min, self.settings.max));
+        self.limit = f64::from(limit);
+        self.keep_within_bounds();
         self.knee = None;
         self.knees.clear();
         self.recheck_raise = false;
         self.plateau = None;
-        self.plateau_in_a_row = false;
         self.phase = Phase::Steady;
         self.restart_round();
     }
@@ -691,7 +687,9 @@ impl Estimator {
             let own = interval.samples as f64;
             self.settling = !(interval.released > 0 && own >= share * interval.released as f64);
             if self.settling {
-                self.note_a_lull(interval.released == 0);
+                if interval.released == 0 {
+                    self.note_a_lull();
+                }
                 // Its samples are left out, not its overload: settling
                 // follows every cut, which is when an overload shows.
                 self.round.overloaded |= interval.overloaded;
@@ -708,7 +706,7 @@ impl Estimator {
             if round.elapsed >= self.settings.max_round {
                 // Too quiet to judge: decide nothing, keep the limit (and
                 // what overload the round saw).
-                self.note_a_lull(true);
+                self.note_a_lull();
                 self.round = IntervalSamples {
                     overloaded: round.overloaded,
                     outrun: round.outrun,
@@ -803,7 +801,7 @@ impl Estimator {
             );
         }
         if round.blocked == 0 {
-            self.note_a_lull(true);
+            self.note_a_lull();
             // The limit did not bind: nothing to learn about the knee, nor
             // about the service's speed (the module doc's "Only rounds that
             // kept the service full": Netflix #165's poisoned baseline). A
@@ -916,10 +914,7 @@ impl Estimator {
             if let Some(stopped_at) = stopped_at {
                 // Past the knee: the probe that measures it waits for the
                 // exit's evidence (see `exit_may_probe`).
-                if self.plateau.is_none() {
-                    self.plateau_in_a_row = !self.lull_since_doubling;
-                }
-                self.plateau = Some(stopped_at);
+                self.plateau = Some(self.plateau_at(stopped_at));
                 if !self.exit_may_probe(saturated, round) {
                     return false;
                 }

@@ -249,10 +249,11 @@ impl Estimator {
     /// quarter while no clean baseline was ever measured and the limit
     /// likely lies at twice the knee or more: when slow start ends (its
     /// throughput stopped doubling with the limit), also when it ended by
-    /// backing off after that, read with no lull (in a lab run, not traced, hang-ups cut 16 to
-    /// 15 on a CPU-bound service of one slot, and halving probes took the
-    /// limit 15, 7, 4, 2, reaching 2 1.5 s into the measured window: p99
-    /// 167 ms; whether its throughput had stopped growing was not seen),
+    /// backing off after that, read with no lull (in a lab run, not traced,
+    /// hang-ups cut 16 to 15 on a CPU-bound service of one slot, and halving
+    /// probes took the limit 15, 7, 4, 2, reaching 2 1.5 s into the measured
+    /// window: p99 167 ms; whether its throughput had stopped growing was
+    /// not seen),
     /// and while the limit descends from a large initial one, which skips
     /// slow start. A back-off out of slow start before its throughput
     /// stopped growing leaves a limit within twice the knee, where a
@@ -274,7 +275,8 @@ impl Estimator {
     /// ended slow start first, every time.
     fn probe_divisor(&self) -> f64 {
         let far_above = self.phase == Phase::SlowStart
-            || (self.plateau_in_a_row && self.phase == Phase::Steady)
+            || (self.plateau.is_some_and(|plateau| plateau.in_a_row)
+                && self.phase == Phase::Steady)
             || self.settings.initial > SLOW_START_MAX;
         if !self.clean && far_above {
             4.0

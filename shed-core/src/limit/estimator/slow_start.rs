@@ -5,6 +5,18 @@ use super::{
     Cause, Estimator, IntervalSamples, Phase, Throughput, OVERLOADED_ROUNDS, RELIABLE_SAMPLES,
 };
 
+/// What slow start's exit probe is held against once its throughput stopped
+/// growing (see [`Estimator::slow_start_plateau`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Plateau {
+    /// The fed rounds since throughput stopped growing, pooled.
+    pub(super) throughput: Throughput,
+    /// It was read with no lull since the last doubling (see
+    /// `Estimator::lull_since_doubling`): the growth test compared the
+    /// limit with its half under the same load.
+    pub(super) in_a_row: bool,
+}
+
 /// In slow start, a fed round whose throughput grew by less than this over
 /// the last one (at half the limit) has passed the knee.
 const SLOW_START_GROWTH: f64 = 1.25;
@@ -43,7 +55,7 @@ impl Estimator {
     /// while throughput grows with the limit.
     pub(super) fn slow_start_plateau(&self, round: &IntervalSamples) -> Option<Throughput> {
         match self.plateau {
-            Some(plateau) => Some(plateau.pooled(Throughput::of(round))),
+            Some(plateau) => Some(plateau.throughput.pooled(Throughput::of(round))),
             None if !self.slow_start_grew(round) => Some(Throughput::of(round)),
             None => None,
         }
@@ -63,7 +75,7 @@ impl Estimator {
         // A round that finished nothing is no throughput to hold a probe
         // against: the plateau before it is, if there is one.
         let stopped_at = if round.none_completed() {
-            self.plateau
+            self.plateau.map(|plateau| plateau.throughput)
         } else {
             self.slow_start_plateau(round)
         };
@@ -105,9 +117,22 @@ impl Estimator {
         self.back_off(censored)
     }
 
-    /// In slow start, whether the load let up (see `lull_since_doubling`).
-    pub(super) fn note_a_lull(&mut self, lull: bool) {
-        if lull && self.phase == Phase::SlowStart {
+    /// The plateau that `throughput` (what the rounds since it stopped
+    /// growing finished, pooled) makes: read in a row if the first of those
+    /// rounds came with no lull since the last doubling.
+    pub(super) fn plateau_at(&self, throughput: Throughput) -> Plateau {
+        let in_a_row = self
+            .plateau
+            .map_or(!self.lull_since_doubling, |plateau| plateau.in_a_row);
+        Plateau {
+            throughput,
+            in_a_row,
+        }
+    }
+
+    /// In slow start, the load let up (see `lull_since_doubling`).
+    pub(super) fn note_a_lull(&mut self) {
+        if self.phase == Phase::SlowStart {
             self.lull_since_doubling = true;
         }
     }

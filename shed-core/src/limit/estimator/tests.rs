@@ -1462,7 +1462,7 @@ fn a_probe_after_slow_start_stopped_growing_and_backed_off_cuts_by_a_quarter() {
         estimator.on_interval(slots_kept_full(2, false));
     }
     assert!(estimator.plateau.is_some(), "{:?}", estimator.beliefs());
-    assert!(estimator.plateau_in_a_row);
+    assert!(estimator.plateau.is_some_and(|plateau| plateau.in_a_row));
     let hang_ups = kept_fed(10, 5, 160 * MS, false);
     feed_until(&mut estimator, hang_ups, |e| e.beliefs().back_offs > 0);
     assert_eq!(estimator.limit(), 13);
@@ -1505,7 +1505,7 @@ fn a_probe_after_backing_off_from_a_plateau_read_across_a_lull_halves_the_limit(
         estimator.on_interval(interval);
     }
     assert!(estimator.plateau.is_some(), "{:?}", estimator.beliefs());
-    assert!(!estimator.plateau_in_a_row);
+    assert!(estimator.plateau.is_some_and(|plateau| !plateau.in_a_row));
     assert_eq!(estimator.limit(), 16);
     let hang_ups = kept_fed(10, 5, 120 * MS, false);
     feed_until(&mut estimator, hang_ups, |e| e.beliefs().back_offs > 0);
@@ -1542,7 +1542,7 @@ fn a_round_at_16_whose_door_ran_dry_is_no_lull_before_a_plateau() {
     feed_until(&mut estimator, slots_kept_full(2, false), |e| {
         e.plateau.is_some()
     });
-    assert!(estimator.plateau_in_a_row);
+    assert!(estimator.plateau.is_some_and(|plateau| plateau.in_a_row));
 }
 
 #[test]
