@@ -266,7 +266,8 @@ impl Estimator {
     /// compares a threefold slowdown's first fed round with its round at 8
     /// from before the slowdown, and reads a plateau whatever the knee; the
     /// quarter cut after the back-off took 13 to 3 slots for a knee of 8
-    /// in a full run of the lab's capacity drop (its server CSV), three
+    /// in a full run of the lab's capacity drop (the cut from its server
+    /// CSV, the plateau behind it read from this code, not traced), three
     /// eighths of the throughput. Only a plateau read with no lull since
     /// the last doubling (`lull_since_doubling`) says the doubling itself
     /// bought nothing. Slow start's own exit probe still cuts by a quarter
