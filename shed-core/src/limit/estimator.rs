@@ -168,8 +168,8 @@
 //! A service that got three times slower but still runs `K` requests at
 //! once keeps its limit: the probe finds throughput falling at `K / 2` and
 //! the knee where it was. The limit never drops below the knee the probes
-//! measured, except by a new probe; so a noisy baseline cannot walk the
-//! limit down.
+//! measured, except by a new probe or a back-off for censored permits; so
+//! a noisy baseline cannot walk the limit down.
 //!
 //! A service that got faster *during* a probe reads by the same law as a
 //! knee that much lower: throughput rises under the cut while hold times
@@ -467,9 +467,11 @@ pub(crate) struct Estimator {
     clean: bool,
     /// Smoothed delivery rate while the limit binds, permits per second.
     delivery: Option<f64>,
-    /// The knee the last probe measured: the limit does not go below it.
+    /// The knee the last probe measured: the limit does not go below it,
+    /// except by a back-off.
     knee: Option<f64>,
-    /// The knee before backing off from censored rounds, to return to.
+    /// The knee before backing off from censored rounds: believed again at
+    /// the first clean steady round (the limit goes back to it if below).
     last_knee: Option<f64>,
     headroom: f64,
     round: IntervalSamples,
@@ -619,11 +621,13 @@ impl Estimator {
     /// Slow start ends there too: its growth test holds each round against
     /// one at half the limit, and an operator's limit is no doubling of the
     /// last (held against a round at 8, one at 24 read as growth and was
-    /// doubled to 48). Nor does a plateau read before say anything of it.
+    /// doubled to 48). Nor does a plateau read before say anything of it,
+    /// nor a knee believed before, even one a back-off set aside.
     pub(crate) fn set_limit(&mut self, limit: u32) {
         self.limit = f64::from(limit);
         self.keep_within_bounds();
         self.knee = None;
+        self.last_knee = None;
         self.knees.clear();
         self.recheck_raise = false;
         self.plateau = None;

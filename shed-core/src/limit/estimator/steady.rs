@@ -37,6 +37,23 @@ impl Estimator {
         };
         self.at_limit.add(round, self.limit());
         self.rounds_since_raise = self.rounds_since_raise.saturating_add(1);
+        if let Some(knee) = self.last_knee.take() {
+            // Clean again after backing off: the knee believed is back
+            // before anything reads it (a refresh's raised round is
+            // compared only against a knee), its floor holds the limit up
+            // again (below, by the delivery rule), and a limit the
+            // back-offs cut below the knee goes straight back to it.
+            // (Brought back only in that last case, a knee above which a
+            // back-off had left the limit stayed forgotten until the next
+            // probe: the test
+            // clean_rounds_after_a_back_off_above_the_knee_restore_the_knee.)
+            self.knee = Some(knee);
+            if self.limit < knee {
+                self.limit = knee;
+                self.restart_round();
+                return true;
+            }
+        }
         if self.recheck_raise
             && self.rounds_since_raise >= FIRST_REFRESH
             && self.can_compare(&self.at_limit)
@@ -80,13 +97,6 @@ impl Estimator {
             if self.rounds_since_raise >= self.refresh_after && self.can_compare(&self.at_limit) {
                 return self.raise_for_refresh(false);
             }
-        }
-        if let Some(knee) = self.last_knee.filter(|knee| self.limit < *knee) {
-            // Clean again after backing off: straight back to the knee.
-            self.limit = knee;
-            self.knee = Some(knee);
-            self.restart_round();
-            return true;
         }
         let target = delivery * baseline / 1e9 * (1.0 + self.headroom);
         self.limit = target.max(self.knee.map_or(0.0, |knee| self.knee_floor(knee)));

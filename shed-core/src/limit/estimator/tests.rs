@@ -2421,6 +2421,48 @@ fn back_offs_in_a_row_cut_twice_as_deep_each_time() {
     assert_eq!(estimator.limit(), 3);
 }
 
+#[test]
+fn clean_rounds_after_a_back_off_above_the_knee_restore_the_knee() {
+    // A knee of 8 read once keeps the limit at its floor, 9.44 (9 in
+    // force). A round with an eighth of its permits given up on (held as
+    // long as the others) backs off by a sixteenth, to 8.85: still above
+    // the knee, which the back-off sets aside until rounds are clean.
+    let mut estimator = knee_found_at_8();
+    assert_eq!(estimator.limit(), 9);
+    feed_until(&mut estimator, kept_fed(40, 5, 20 * MS, true), |e| {
+        e.beliefs().back_offs == 1
+    });
+    assert_eq!(estimator.beliefs().knee, None);
+    assert!(estimator.limit > 8.0, "{}", estimator.limit);
+    // The first clean round believes the knee again, with no probe, and
+    // its floor takes the limit back to 9.
+    feed_until(&mut estimator, kept_full(true), |e| {
+        e.beliefs().knee.is_some()
+    });
+    assert_eq!(estimator.beliefs().knee, Some(8.0));
+    assert_eq!(estimator.beliefs().probes, 1);
+    assert_eq!(estimator.limit(), 9);
+}
+
+#[test]
+fn a_limit_an_operator_sets_after_a_back_off_brings_back_no_knee() {
+    // Half the permits given up on: the limit backs off from 9 to 7, below
+    // the knee of 8 it sets aside. An operator then sets 4: the knee
+    // believed before says nothing of it, and clean rounds at 4 do not
+    // bring it back (nor the limit up to it in one step).
+    let mut estimator = knee_found_at_8();
+    feed_until(&mut estimator, half_censored(true), |e| {
+        e.beliefs().back_offs == 1
+    });
+    assert!(estimator.limit() < 8, "{}", estimator.limit);
+    estimator.set_limit(4);
+    for _ in 0..3 {
+        estimator.on_interval(slots_kept_full(4, true));
+    }
+    assert_eq!(estimator.beliefs().knee, None);
+    assert_eq!(estimator.beliefs().probes, 1);
+}
+
 /// Not a check: the algorithm's throughput over 48 realizations of the
 /// model, for comparing versions of it. Run with
 /// `cargo test -p shed-core --release --lib explore -- --ignored --nocapture`.
