@@ -20,9 +20,10 @@ use std::path::Path;
 use super::{figures, Ctx, Lab, Report, Scenario, MIX};
 use crate::{
     class::Class,
+    client::LogicalRecord,
     goal::{Goals, Reference},
     load::Phase,
-    metrics::Summary,
+    metrics::{Summary, Window},
     plot::{self, Panel},
     policy::{Limit, Policy},
     report::{num, pct, Table},
@@ -83,6 +84,7 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
             "refused",
             "p50 ms",
             "p99 ms",
+            "p99 ms crit/inter/batch/bg",
             "failed attempts",
             "wasted work",
             "mean limit",
@@ -105,6 +107,7 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
             pct(s.shed_ratio(), 1),
             num(s.p50_ms, 0),
             num(s.p99_ms, 0),
+            p99_by_class(&t.records, w),
             s.failures_label(),
             pct(figures::wasted_in(t, w), 1),
             figures::limit_cell(t, w),
@@ -211,6 +214,24 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
         figures: table,
         goals,
     }
+}
+
+/// The p99 of successes of each class, most important first (`-` for a
+/// class with none), as `critical / interactive / batch / background`.
+///
+/// The overall p99 of a step mixes classes the door treats apart: in an
+/// overload the ranks being shed wait briefly or are refused, while the
+/// ones the service drains with room to spare (critical traffic, shed
+/// last) may wait as long as their callers do, behind each other. At one
+/// slot on one core, a critical request waits for the request in service
+/// and for the critical ones before it: at the 4x step critical traffic
+/// alone is 0.4x of the core's capacity (`docs/lab/HISTORY.md`, "which
+/// requests make the tail"). This column shows which class a p99 comes
+/// from.
+fn p99_by_class(records: &[LogicalRecord], window: Window) -> String {
+    Class::ALL
+        .map(|class| num(Summary::of(records, window, Some(class)).p99_ms, 0))
+        .join(" / ")
 }
 
 /// Goodput over time at the highest mixed step, above the shed engines'
