@@ -20,10 +20,9 @@ use std::path::Path;
 use super::{figures, Ctx, Lab, Report, Scenario, MIX};
 use crate::{
     class::Class,
-    client::LogicalRecord,
     goal::{Goals, Reference},
     load::Phase,
-    metrics::{Summary, Window},
+    metrics::Summary,
     plot::{self, Panel},
     policy::{Limit, Policy},
     report::{num, pct, Table},
@@ -94,7 +93,8 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
     for t in trials {
         let w = window(t);
         let s = Summary::of(&t.records, w, None);
-        let inter = Summary::of(&t.records, w, Some(Class::Interactive));
+        let by_class = Class::ALL.map(|class| Summary::of(&t.records, w, Some(class)));
+        let inter = &by_class[Class::Interactive.index()];
         table.row(vec![
             t.spec.label.clone(),
             t.policy.to_string(),
@@ -107,7 +107,7 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
             pct(s.shed_ratio(), 1),
             num(s.p50_ms, 0),
             num(s.p99_ms, 0),
-            p99_by_class(&t.records, w),
+            p99_by_class(&by_class),
             s.failures_label(),
             pct(figures::wasted_in(t, w), 1),
             figures::limit_cell(t, w),
@@ -216,8 +216,9 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
     }
 }
 
-/// The p99 of successes of each class, most important first (`-` for a
-/// class with none), as `critical / interactive / batch / background`.
+/// The p99 of successes of each class (`by_class`, in [`Class::ALL`]'s
+/// order, most important first; `-` for a class with none), as
+/// `critical / interactive / batch / background`.
 ///
 /// The overall p99 of a step mixes classes the door treats apart: in an
 /// overload the ranks being shed wait briefly or are refused, while the
@@ -228,10 +229,8 @@ pub fn report(ctx: &Ctx<'_>, trials: &[Trial], scenario: Scenario, p99_factor: f
 /// alone is 0.4x of the core's capacity (`docs/lab/HISTORY.md`, "which
 /// requests make the tail"). This column shows which class a p99 comes
 /// from.
-fn p99_by_class(records: &[LogicalRecord], window: Window) -> String {
-    Class::ALL
-        .map(|class| num(Summary::of(records, window, Some(class)).p99_ms, 0))
-        .join(" / ")
+fn p99_by_class(by_class: &[Summary; Class::ALL.len()]) -> String {
+    by_class.each_ref().map(|s| num(s.p99_ms, 0)).join(" / ")
 }
 
 /// Goodput over time at the highest mixed step, above the shed engines'
