@@ -224,6 +224,14 @@ impl Controller {
         }
     }
 
+    /// The limit moved, and `completions` permits admitted under the new one
+    /// held their slots `total` nanoseconds in all: the service times the
+    /// drain rate and the slot time are read from start over from them
+    /// (see [`ServiceTimes::restart_from`]).
+    pub(crate) fn restart_service_times(&self, total: u64, completions: u64) {
+        self.service.restart_from(total, completions);
+    }
+
     /// The 95th percentile of the time a request holds its slot, once known.
     pub(crate) fn p95_service(&self) -> Option<u64> {
         self.service.p95()

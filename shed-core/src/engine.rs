@@ -10,6 +10,7 @@ use crate::arrival::{CohortSource, DeadlineSource};
 use crate::config::{nanos, Config, LimitConfig};
 use crate::controller::{Controller, Sustained, Tallies};
 use crate::instruments::Gauges;
+use crate::limit::estimator::{IntervalSamples, SETTLED_SHARE};
 use crate::limit::{Ending, Estimator, Sampler};
 use crate::mode::Mode;
 use crate::offered_load::OVERLOAD_QUEUE;
@@ -55,6 +56,10 @@ pub(crate) struct Engine {
     estimator: Option<parking_lot::Mutex<Estimator>>,
     /// What the adaptive limit learns from (unused for a fixed limit).
     sampler: Sampler,
+    /// Whether the adaptive limit moved to a new epoch whose hold times
+    /// have not yet replaced the old limit's in the service-time means
+    /// (see [`Engine::restart_service_times_once_settled`]).
+    stale_service_times: AtomicBool,
     /// How long callers are seen to wait before they hang up.
     patience: Patience,
     queues: Mutex<WaitQueues>,
@@ -129,6 +134,7 @@ impl Engine {
             controller: Controller::new(&config),
             estimator,
             sampler: Sampler::default(),
+            stale_service_times: AtomicBool::new(false),
             patience: Patience::new(),
             queues: Mutex::new(WaitQueues::new()),
             queue_lens: Default::default(),
@@ -976,10 +982,24 @@ impl Engine {
             if !measured {
                 return;
             }
+            self.restart_service_times_once_settled(&samples);
             if estimator.on_interval(samples) {
                 self.sampler.new_epoch();
+                self.stale_service_times.store(true, Ordering::Relaxed);
             }
             self.follow(estimator, now);
+        }
+    }
+
+    /// After the adaptive limit moved, the first interval whose released
+    /// permits were nearly all admitted under the new limit gives the
+    /// service times the drain rate and the slot time are read from (see
+    /// [`Controller::restart_service_times`](crate::controller::Controller::restart_service_times)).
+    fn restart_service_times_once_settled(&self, samples: &IntervalSamples) {
+        if self.stale_service_times.load(Ordering::Relaxed) && samples.settled(SETTLED_SHARE) {
+            self.controller
+                .restart_service_times(samples.hold, samples.samples);
+            self.stale_service_times.store(false, Ordering::Relaxed);
         }
     }
 
@@ -1038,6 +1058,10 @@ impl Engine {
             Some(estimator) => {
                 let mut estimator = estimator.lock();
                 estimator.set_limit(limit);
+                // Permits admitted under the old limit no longer describe
+                // the new one, to the estimator or to the drain rate.
+                self.sampler.new_epoch();
+                self.stale_service_times.store(true, Ordering::Relaxed);
                 self.follow(&estimator, now);
             }
             None => {

@@ -122,6 +122,32 @@ impl ServiceTimes {
         known(self.p95.load(Ordering::Relaxed))
     }
 
+    /// The limit moved, and `completions` permits admitted under the new one
+    /// held their slots `total` nanoseconds in all: the steady and recent
+    /// means start over from them. Hold times measured at the old limit no
+    /// longer say how fast the service drains at the new one where the work
+    /// of one request takes longer the more of it runs at once (one core, or
+    /// any service above its knee): the drain rate (`limit / mean`) would
+    /// read off by the ratio of the limits, and a memory of two seconds
+    /// forgets a large one slowly. In a trial of the lab's CPU-bound step
+    /// with a minimum of 1, hold times of 60-130 ms from a slow start to 16
+    /// slots on one core left the steady mean reading the core, held to one
+    /// slot of 8 ms, as draining 17-30 requests a second instead of 125,
+    /// and it took ten seconds to read right; judged against that, the load
+    /// was an overload, and the door refused interactive requests the core
+    /// had room for.
+    pub(crate) fn restart_from(&self, total: u64, completions: u64) {
+        if completions == 0 {
+            return;
+        }
+        let store =
+            |weight: &AtomicU64, value: f64| weight.store(value.to_bits(), Ordering::Relaxed);
+        store(&self.steady_total, total as f64);
+        store(&self.steady_count, completions as f64);
+        self.mean
+            .store((total / completions).max(1), Ordering::Relaxed);
+    }
+
     /// Closes the interval: folds its mean and percentile into the averages.
     pub(crate) fn close_interval(&self) {
         let completions = self.completions.swap(0, Ordering::Relaxed);
@@ -221,6 +247,34 @@ mod tests {
         (0..50).for_each(|_| times.close_interval());
         let kept = times.steady_mean().unwrap() as f64 / MS as f64;
         assert!((kept - steady).abs() < 1e-3, "{kept}");
+    }
+
+    #[test]
+    fn a_restart_replaces_the_steady_and_recent_means_and_the_steady_one_goes_on_from_it() {
+        let times = ServiceTimes::new();
+        // Twenty intervals of 128 ms holds (16 slots sharing one core)...
+        for _ in 0..20 {
+            (0..12).for_each(|_| {
+                times.record(128 * MS);
+            });
+            times.close_interval();
+        }
+        // ...then twelve permits of one slot, 8 ms each: both means start
+        // over from them (nothing, from no permits).
+        times.restart_from(0, 0);
+        assert_eq!(times.steady_mean(), Some(128 * MS));
+        times.restart_from(96 * MS, 12);
+        assert_eq!(times.steady_mean(), Some(8 * MS));
+        assert_eq!(times.mean(), Some(8 * MS));
+        // The next interval is folded in as before: 12 of 10 ms against the
+        // restart's 12, which weigh 0.95 now.
+        (0..12).for_each(|_| {
+            times.record(10 * MS);
+        });
+        times.close_interval();
+        let steady = times.steady_mean().unwrap() as f64 / MS as f64;
+        let expected = (0.95 * 96.0 + 120.0) / (0.95 * 12.0 + 12.0);
+        assert!((steady - expected).abs() < 1e-3, "{steady}");
     }
 
     #[test]

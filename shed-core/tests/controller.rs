@@ -478,13 +478,13 @@ fn the_logs_warn_once_when_shedding_starts_and_once_when_it_stops() {
 
 /// The lab's CPU-bound step at 2x: one core, 10 ms of work per request,
 /// interactive and batch requests each at the core's capacity, for 10 s of
-/// 1 ms steps. `under_cut` runs at every step at which a probe's cut holds
-/// the limit (given) below the one it cut from. (A refresh's raised round
-/// also reads "probing", but raises the limit.)
+/// 1 ms steps. `each_step` runs after every step, given the limit in force
+/// if a probe's cut holds it below the one it cut from. (A refresh's raised
+/// round also reads "probing", but raises the limit.)
 fn cpu_bound_at_2x(
     sim: &mut common::Sim,
     interactive: Arrival,
-    mut under_cut: impl FnMut(&common::Sim, u32),
+    mut each_step: impl FnMut(&common::Sim, Option<u32>),
 ) {
     let tick = Duration::from_millis(1);
     let mut cut_from = sim.shedder.limit();
@@ -500,9 +500,8 @@ fn cpu_bound_at_2x(
         let limit = sim.shedder.limit();
         if adaptive.phase != "probing" {
             cut_from = limit;
-        } else if limit < cut_from {
-            under_cut(sim, limit);
         }
+        each_step(sim, (limit < cut_from).then_some(limit));
     }
 }
 
@@ -518,9 +517,11 @@ fn cpu_bound_at_2x(
 fn on_one_core_a_probe_keeps_the_level_that_holds_the_door_queue_short() {
     let mut sim = common::Sim::one_core(Shedder::builder(), ms(10));
     let (mut longest_under_a_cut, mut cut_ticks) = (0, 0);
-    cpu_bound_at_2x(&mut sim, Arrival::new(Class::Interactive), |sim, _| {
-        cut_ticks += 1;
-        longest_under_a_cut = longest_under_a_cut.max(sim.waiting());
+    cpu_bound_at_2x(&mut sim, Arrival::new(Class::Interactive), |sim, cut| {
+        if cut.is_some() {
+            cut_ticks += 1;
+            longest_under_a_cut = longest_under_a_cut.max(sim.waiting());
+        }
     });
     assert!(cut_ticks > 500, "{cut_ticks} ms under a probe's cut");
     assert!(
@@ -545,7 +546,10 @@ fn on_one_core_a_probe_tells_refused_callers_the_pace_before_its_cut() {
     let interactive = Arrival::new(Class::Interactive).with_cohort(Cohort::MAX);
     let critical = Arrival::new(Class::Critical).with_cohort(Cohort::MAX);
     let mut told = Vec::new();
-    cpu_bound_at_2x(&mut sim, interactive, |sim, limit| {
+    cpu_bound_at_2x(&mut sim, interactive, |sim, cut| {
+        let Some(limit) = cut else {
+            return;
+        };
         if sim.in_service() < limit as usize {
             return;
         }
@@ -561,4 +565,43 @@ fn on_one_core_a_probe_tells_refused_callers_the_pace_before_its_cut() {
     assert!(told.len() > 100, "{} refusals under a cut", told.len());
     let shortest = told.iter().min().expect("refusals");
     assert!(*shortest >= ms(9), "{shortest:?}");
+}
+
+/// The same service ([`cpu_bound_at_2x`]): the door judges an overload
+/// against the drain rate, the limit over the mean hold time, and on one
+/// core hold times grow with the limit (160 ms at slow start's 16 slots,
+/// 20 ms at 2). Once the limit has stood for half a second outside a
+/// probe, the drain reads the core's pace of 100 a second within a fifth.
+/// With the hold times of earlier limits remembered for their two seconds,
+/// it read as little as a fifth of it for seconds after slow start.
+#[test]
+fn on_one_core_the_drain_rate_reads_the_cores_pace_soon_after_the_limit_moves() {
+    let mut sim = common::Sim::one_core(Shedder::builder(), ms(10));
+    let (mut limit, mut since) = (sim.shedder.limit(), Duration::ZERO);
+    let mut readings = Vec::new();
+    cpu_bound_at_2x(&mut sim, Arrival::new(Class::Interactive), |sim, _| {
+        if sim.shedder.limit() != limit {
+            (limit, since) = (sim.shedder.limit(), sim.elapsed());
+        }
+        let stats = sim.shedder.stats();
+        let steady = stats
+            .adaptive
+            .is_some_and(|adaptive| adaptive.phase == "steady");
+        if steady && sim.elapsed() - since >= ms(500) {
+            readings.push(stats.drain_rate.expect("a drain rate"));
+        }
+    });
+    assert!(readings.len() > 3_000, "{} steps judged", readings.len());
+    let off: Vec<f64> = readings
+        .iter()
+        .copied()
+        .filter(|drain| !(80.0..=120.0).contains(drain))
+        .collect();
+    assert!(
+        off.is_empty(),
+        "{} of {} off: {:?}",
+        off.len(),
+        readings.len(),
+        &off[..off.len().min(10)]
+    );
 }

@@ -298,7 +298,7 @@ const CONSISTENT: (f64, f64) = (0.7, 1.4);
 /// released ones in an interval: the permits admitted under the old limit
 /// have drained, and by then the new epoch's early (short) completions are
 /// balanced by its long ones.
-const SETTLED_SHARE: f64 = 0.9;
+pub(crate) const SETTLED_SHARE: f64 = 0.9;
 /// The same in slow start.
 const SETTLED_SHARE_SLOW_START: f64 = 0.75;
 /// The share of released permits handed straight to a waiter above which a
@@ -688,8 +688,7 @@ impl Estimator {
                 Phase::SlowStart => SETTLED_SHARE_SLOW_START,
                 _ => SETTLED_SHARE,
             };
-            let own = interval.samples as f64;
-            self.settling = !(interval.released > 0 && own >= share * interval.released as f64);
+            self.settling = !interval.settled(share);
             if self.settling {
                 if interval.released == 0 {
                     self.note_a_lull();

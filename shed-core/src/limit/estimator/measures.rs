@@ -52,6 +52,13 @@ impl IntervalSamples {
         self.completed == 0
     }
 
+    /// Whether the current epoch's own permits make up at least `share` of
+    /// the permits given back: those admitted under an older limit have
+    /// drained, and the hold times measured describe the limit in force.
+    pub(crate) fn settled(&self, share: f64) -> bool {
+        self.released > 0 && self.samples as f64 >= share * self.released as f64
+    }
+
     pub(super) fn add(&mut self, other: &IntervalSamples) {
         self.elapsed = self.elapsed.saturating_add(other.elapsed);
         self.overloaded |= other.overloaded;
