@@ -71,7 +71,11 @@
 //! or for `refresh_rounds` rounds under load since the last probe: at about
 //! 1x load its cut builds a queue that a service at its capacity never
 //! works off. Slow start's exit waits for the same, or for a few rounds at
-//! its limit that the controller found overloaded: below 1x a burst meets
+//! its limit that the controller found overloaded, or for a round kept
+//! nearly full while the level sheds and arrivals clearly outrun the
+//! service (the level's refusals thin the door's queue, which then runs
+//! dry for a slot now and then, on a small limit often enough that half
+//! a second of rounds held full is long in coming): below 1x a burst meets
 //! the first gate now and then, and the exit's quarter cut, below the knee,
 //! refuses what the service would serve; at or a little above 1x the
 //! controller finds the load outpacing the service again and again, and
@@ -767,7 +771,7 @@ impl Estimator {
             (!round.none_completed()).then(|| mean(round.completed_hold, round.completed));
         let censored = round.censored as f64 / round.samples as f64;
 
-        let fed = round.handed_off as f64 >= FED_SHARE * round.released as f64;
+        let fed = fed(round);
         let first_since_doubling = std::mem::take(&mut self.just_doubled);
         if let Phase::Raising(raise) = self.phase {
             return self.raised(raise, round, fed);
@@ -1040,6 +1044,12 @@ fn floor_above(knee: f64, headroom: f64) -> f64 {
 /// `hold` nanoseconds each deliver (none for a zero hold time).
 fn littles_rate(concurrency: f64, hold: f64) -> Option<f64> {
     (hold > 0.0).then(|| concurrency * 1e9 / hold)
+}
+
+/// Whether nearly every slot released in `round` went straight to a
+/// waiter ([`FED_SHARE`]): the service was kept full.
+fn fed(round: &IntervalSamples) -> bool {
+    round.handed_off as f64 >= FED_SHARE * round.released as f64
 }
 
 /// Whether hold times `a` and `b` differ by no more than [`NO_QUEUE_INSIDE`]

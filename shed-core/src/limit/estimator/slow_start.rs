@@ -2,7 +2,7 @@
 //! the module doc's "Slow start").
 
 use super::{
-    Cause, Estimator, IntervalSamples, Phase, Throughput, OVERLOADED_ROUNDS, RELIABLE_SAMPLES,
+    fed, Cause, Estimator, IntervalSamples, Phase, Throughput, OVERLOADED_ROUNDS, RELIABLE_SAMPLES,
 };
 
 /// What slow start's exit probe is held against once its throughput stopped
@@ -31,9 +31,22 @@ impl Estimator {
     /// cut, below the knee, refuses what the service would serve; at or a
     /// little above 1x the controller finds the load outpacing the service
     /// again and again.
+    ///
+    /// Or in a fed round of an overload the level sheds in, with arrivals
+    /// clearly outrunning completions (`outrun`), which no burst below 1x
+    /// shows, whether or not the door's queue ran dry now and then: the
+    /// level's refusals thin it, and on a small limit a round of some 60
+    /// permits is held full only if at most one slot finds nobody waiting.
+    /// In the lab's CPU-bound step at 2x, slow start backed off from 8
+    /// slots on one core, one to four slots a round found no waiter, and
+    /// the half second held full came 4.4 s later, with 7 requests sharing
+    /// the core meanwhile (a traced trial of a build whose minimum was 1;
+    /// with this gate the probe ran 1.3 s after the back-off). The test
+    /// `after_slow_start_backs_off_in_an_overload_the_level_thins_the_probe_runs_in_the_second_round`.
     pub(super) fn exit_may_probe(&self, saturated: bool, round: &IntervalSamples) -> bool {
         self.learning_probe_may_run(saturated, round)
             || (saturated && self.overloaded_rounds >= OVERLOADED_ROUNDS)
+            || (round.outrun && round.shedding && fed(round))
     }
 
     /// Whether a slow-start round's throughput grew with the limit: it

@@ -1075,6 +1075,44 @@ fn below_1x_slow_starts_exit_probe_runs_once_overdue_by_refresh_rounds() {
     assert_the_next_round_at_1x_cuts_16_to_4(&mut estimator);
 }
 
+/// An overload the level sheds in, arrivals clearly outrunning completions,
+/// in which the level's refusals thin the door's queue so that it runs dry
+/// for a few slots of each interval: 38 of the 40 released slots found a
+/// waiter (fed, but not held full: see [`SATURATED_SHARE`]).
+fn an_overload_the_level_thins() -> IntervalSamples {
+    IntervalSamples {
+        shedding: true,
+        handed_off: 38,
+        ..kept_full(true)
+    }
+}
+
+#[test]
+fn after_slow_start_backs_off_in_an_overload_the_level_thins_the_probe_runs_in_the_second_round() {
+    // Slow start's first round at 8: callers hung up on a quarter of the
+    // permits, held 100 ms (five times the 20 ms of the rest): it backs off.
+    let mut estimator = Estimator::new(settings(8));
+    estimator.on_interval(kept_fed(40, 10, 100 * MS, true));
+    assert_eq!(
+        estimator.beliefs().back_offs,
+        1,
+        "{:?}",
+        estimator.beliefs()
+    );
+    assert!(estimator.limit() < 8);
+    // On one core in the lab's CPU-bound step at 2x, the level's refusals
+    // left one to four of each round's 60 slots without a waiter, and the
+    // half second of rounds held full that the probe waited for came 4.4 s
+    // after the back-off, while 7 slots shared the core. Arrivals a quarter
+    // over completions and a level shedding are evidence enough: the first
+    // round after the back-off is not held against (see `decide`), the
+    // second is (two intervals each).
+    for _ in 0..4 {
+        estimator.on_interval(an_overload_the_level_thins());
+    }
+    assert!(probing(&estimator), "{:?}", estimator.beliefs());
+}
+
 #[test]
 fn after_an_abandoned_exit_probe_the_next_one_still_waits_out_bursts_below_1x() {
     let mut estimator = slow_start_at_16_on_8_slots();
