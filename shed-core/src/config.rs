@@ -7,7 +7,7 @@
 //! // The defaults: an adaptive limit, and waits bounded by what the
 //! // service is measured to deliver.
 //! let adaptive = Shedder::builder().build()?;
-//! assert_eq!(adaptive.stats().limit_bounds, (2, 1_000));
+//! assert_eq!(adaptive.stats().limit_bounds, (1, 1_000));
 //!
 //! let pinned = Shedder::builder()
 //!     .limit(32)

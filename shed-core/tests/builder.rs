@@ -23,11 +23,11 @@ fn refused(builder: ShedderBuilder, setting: &str) -> ConfigError {
 }
 
 #[test]
-fn the_defaults_are_valid_and_the_limit_adapts_from_8_between_2_and_1000() {
+fn the_defaults_are_valid_and_the_limit_adapts_from_8_between_1_and_1000() {
     let shedder = Shedder::builder().build().unwrap();
     assert_eq!(shedder.limit(), 8);
     let stats = shedder.stats();
-    assert_eq!(stats.limit_bounds, (2, 1_000));
+    assert_eq!(stats.limit_bounds, (1, 1_000));
     assert_eq!(stats.adaptive.map(|a| a.phase), Some("slow start"));
     assert!(Shedder::with_limit(8).is_ok());
 }
