@@ -224,7 +224,7 @@ impl Controller {
         }
     }
 
-    /// The limit moved, and `completions` permits admitted under the new one
+    /// An adaptive limit moved to a new epoch, and `completions` permits of it
     /// held their slots `total` nanoseconds in all: the service times the
     /// drain rate and the slot time are read from start over from them
     /// (see [`ServiceTimes::restart_from`]).

@@ -58,7 +58,8 @@ pub(crate) struct Engine {
     sampler: Sampler,
     /// Whether the adaptive limit moved to a new epoch whose hold times
     /// have not yet replaced the old limit's in the service-time means
-    /// (see [`Engine::restart_service_times_once_settled`]).
+    /// (see [`Engine::restart_service_times_once_settled`]). Read and
+    /// written only under the estimator's lock, so `Relaxed` will do.
     stale_service_times: AtomicBool,
     /// How long callers are seen to wait before they hang up.
     patience: Patience,
@@ -991,8 +992,9 @@ impl Engine {
         }
     }
 
-    /// After the adaptive limit moved, the first interval whose released
-    /// permits were nearly all admitted under the new limit gives the
+    /// After the adaptive limit moved to a new epoch (its own moves that
+    /// start one, not the delivery rule's small steps), the first interval
+    /// whose released permits were nearly all admitted in it gives the
     /// service times the drain rate and the slot time are read from (see
     /// [`Controller::restart_service_times`](crate::controller::Controller::restart_service_times)).
     fn restart_service_times_once_settled(&self, samples: &IntervalSamples) {
@@ -1060,7 +1062,7 @@ impl Engine {
                 estimator.set_limit(limit);
                 // Permits admitted under the old limit no longer describe
                 // the new one, to the estimator or to the drain rate.
-                self.sampler.new_epoch();
+                self.sampler.new_epoch_now();
                 self.stale_service_times.store(true, Ordering::Relaxed);
                 self.follow(&estimator, now);
             }

@@ -10,7 +10,8 @@
 //! means, a quarter of the way each interval) follows a change within a few
 //! intervals: it gives the slot time behind predicted waits and Retry-After.
 //! The *steady* mean weighs every completion of the last two seconds or so
-//! alike: it gives the drain rate (`limit / mean`) that the controller
+//! alike (and starts over when an adaptive limit moves to a new epoch, see
+//! [`ServiceTimes::restart_from`]): it gives the drain rate (`limit / mean`) that the controller
 //! compares the offered load with, where a recent mean of thirty-odd
 //! exponential samples an interval, off by a sixth from one interval to the
 //! next, would call a 90% load overload every few seconds. The 95th
@@ -122,7 +123,7 @@ impl ServiceTimes {
         known(self.p95.load(Ordering::Relaxed))
     }
 
-    /// The limit moved, and `completions` permits admitted under the new one
+    /// An adaptive limit moved to a new epoch, and `completions` permits of it
     /// held their slots `total` nanoseconds in all: the steady and recent
     /// means start over from them. Hold times measured at the old limit no
     /// longer say how fast the service drains at the new one where the work
@@ -132,10 +133,16 @@ impl ServiceTimes {
     /// forgets a large one slowly. In a trial of the lab's CPU-bound step
     /// with a minimum of 1, hold times of 60-130 ms from a slow start to 16
     /// slots on one core left the steady mean reading the core, held to one
-    /// slot of 8 ms, as draining 17-30 requests a second instead of 125,
-    /// and it took ten seconds to read right; judged against that, the load
-    /// was an overload, and the door refused interactive requests the core
-    /// had room for.
+    /// slot of 8 ms, as draining 17.8 requests a second where it finished
+    /// 125, and it took ten seconds to read right; judged against that, the
+    /// load was an overload, and the door refused interactive requests the
+    /// core had room for.
+    ///
+    /// The 95th percentile is left to its moving average, which forgets by
+    /// a quarter an interval. A reader between the two stores below sees
+    /// the new total over the old count for an instant, as one between the
+    /// stores of an interval's fold does (by less there): nothing waits on
+    /// one reading of the drain.
     pub(crate) fn restart_from(&self, total: u64, completions: u64) {
         if completions == 0 {
             return;

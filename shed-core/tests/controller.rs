@@ -573,7 +573,7 @@ fn on_one_core_a_probe_tells_refused_callers_the_pace_before_its_cut() {
 /// 20 ms at 2). Once the limit has stood for half a second outside a
 /// probe, the drain reads the core's pace of 100 a second within a fifth.
 /// With the hold times of earlier limits remembered for their two seconds,
-/// it read as little as a fifth of it for seconds after slow start.
+/// it read about a third of it for seconds after slow start.
 #[test]
 fn on_one_core_the_drain_rate_reads_the_cores_pace_soon_after_the_limit_moves() {
     let mut sim = common::Sim::one_core(Shedder::builder(), ms(10));

@@ -771,7 +771,7 @@ impl Estimator {
             (!round.none_completed()).then(|| mean(round.completed_hold, round.completed));
         let censored = round.censored as f64 / round.samples as f64;
 
-        let fed = fed(round);
+        let fed = round.handed_off as f64 >= FED_SHARE * round.released as f64;
         let first_since_doubling = std::mem::take(&mut self.just_doubled);
         if let Phase::Raising(raise) = self.phase {
             return self.raised(raise, round, fed);
@@ -1044,12 +1044,6 @@ fn floor_above(knee: f64, headroom: f64) -> f64 {
 /// `hold` nanoseconds each deliver (none for a zero hold time).
 fn littles_rate(concurrency: f64, hold: f64) -> Option<f64> {
     (hold > 0.0).then(|| concurrency * 1e9 / hold)
-}
-
-/// Whether nearly every slot released in `round` went straight to a
-/// waiter ([`FED_SHARE`]): the service was kept full.
-fn fed(round: &IntervalSamples) -> bool {
-    round.handed_off as f64 >= FED_SHARE * round.released as f64
 }
 
 /// Whether hold times `a` and `b` differ by no more than [`NO_QUEUE_INSIDE`]

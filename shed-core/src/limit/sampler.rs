@@ -50,9 +50,26 @@ impl Sampler {
     }
 
     /// Starts a new epoch: permits admitted before it no longer count as
-    /// samples of the limit in force.
+    /// samples of the limit in force. Where an interval closes, whose
+    /// samples were just taken.
     pub(crate) fn new_epoch(&self) {
         self.epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Starts a new epoch partway through an interval (an operator set the
+    /// limit): the interval's samples so far, of permits admitted under the
+    /// old limit, are dropped, or they would count as the new epoch's.
+    /// Permits given back are still counted as released.
+    pub(crate) fn new_epoch_now(&self) {
+        self.new_epoch();
+        for counter in [
+            &self.completed,
+            &self.completed_hold,
+            &self.censored,
+            &self.censored_hold,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
     }
 
     /// An arrival found every slot taken.
@@ -121,6 +138,19 @@ mod tests {
             shedding: false,
             outrun: false,
         }
+    }
+
+    #[test]
+    fn a_new_epoch_partway_through_an_interval_drops_its_samples_so_far() {
+        let sampler = Sampler::default();
+        sampler.record(0, 10, Ending::Completed);
+        sampler.record(0, 30, Ending::Abandoned);
+        sampler.new_epoch_now();
+        sampler.record(1, 20, Ending::Completed);
+        let samples = sampler.take(interval(100));
+        assert_eq!(samples.released, 3);
+        assert_eq!((samples.samples, samples.hold), (1, 20));
+        assert_eq!((samples.completed, samples.censored), (1, 0));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! the module doc's "Slow start").
 
 use super::{
-    fed, Cause, Estimator, IntervalSamples, Phase, Throughput, OVERLOADED_ROUNDS, RELIABLE_SAMPLES,
+    Cause, Estimator, IntervalSamples, Phase, Throughput, OVERLOADED_ROUNDS, RELIABLE_SAMPLES,
 };
 
 /// What slow start's exit probe is held against once its throughput stopped
@@ -32,11 +32,13 @@ impl Estimator {
     /// little above 1x the controller finds the load outpacing the service
     /// again and again.
     ///
-    /// Or in a fed round of an overload the level sheds in, with arrivals
-    /// clearly outrunning completions (`outrun`), which no burst below 1x
-    /// shows, whether or not the door's queue ran dry now and then: the
-    /// level's refusals thin it, and on a small limit a round of some 60
-    /// permits is held full only if at most one slot finds nobody waiting.
+    /// Or in an overload the level sheds in, with arrivals clearly
+    /// outrunning completions (`outrun`, on two-second averages: a burst
+    /// below 1x rarely does), in a round that kept the service fed (every
+    /// round asked is), whether or not the door's queue ran dry now and
+    /// then: the level's refusals thin it, and on a small limit a round of
+    /// some 60 permits is held full only if at most one slot finds nobody
+    /// waiting.
     /// In the lab's CPU-bound step at 2x, slow start backed off from 8
     /// slots on one core, one to four slots a round found no waiter, and
     /// the half second held full came 4.4 s later, with 7 requests sharing
@@ -46,7 +48,7 @@ impl Estimator {
     pub(super) fn exit_may_probe(&self, saturated: bool, round: &IntervalSamples) -> bool {
         self.learning_probe_may_run(saturated, round)
             || (saturated && self.overloaded_rounds >= OVERLOADED_ROUNDS)
-            || (round.outrun && round.shedding && fed(round))
+            || (round.outrun && round.shedding)
     }
 
     /// Whether a slow-start round's throughput grew with the limit: it
