@@ -225,9 +225,9 @@ impl Controller {
     }
 
     /// An adaptive limit moved to a new epoch, and `completions` permits of it
-    /// held their slots `total` nanoseconds in all: the service times the
-    /// drain rate and the slot time are read from start over from them
-    /// (see [`ServiceTimes::restart_from`]).
+    /// held their slots `total` nanoseconds in all: the mean service times
+    /// behind the drain rate and the slot time start over from them (see
+    /// [`ServiceTimes::restart_from`]).
     pub(crate) fn restart_service_times(&self, total: u64, completions: u64) {
         self.service.restart_from(total, completions);
     }

@@ -11,8 +11,9 @@
 //! intervals: it gives the slot time behind predicted waits and Retry-After.
 //! The *steady* mean weighs every completion of the last two seconds or so
 //! alike (and starts over when an adaptive limit moves to a new epoch, see
-//! [`ServiceTimes::restart_from`]): it gives the drain rate (`limit / mean`) that the controller
-//! compares the offered load with, where a recent mean of thirty-odd
+//! [`ServiceTimes::restart_from`]): it gives the drain rate (`limit /
+//! mean`) that the controller compares the offered load with, where a
+//! recent mean of thirty-odd
 //! exponential samples an interval, off by a sixth from one interval to the
 //! next, would call a 90% load overload every few seconds. The 95th
 //! percentile is how much time a request that had to wait should still have

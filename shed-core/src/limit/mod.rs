@@ -126,8 +126,8 @@ impl AdaptiveLimit {
     /// overlaps the moment the service idles between a permit's release
     /// and the next request's start (the hand-off goes through the
     /// scheduler, the response is written): in the closed loops of those
-    /// trials' calibrations the core finished 2-3% more at two slots than at
-    /// one, and at 2x the floor of 2 served 1-3.5 points more. Set 2 where
+    /// trials' calibrations the core finished 1.7-3.0% more at two slots
+    /// than at one, and at 2x the floor of 2 served 1-3.5 points more. Set 2 where
     /// that matters more than latency.
     ///
     /// ```

@@ -40,7 +40,8 @@ impl Estimator {
     /// some 60 permits is held full only if at most one slot finds nobody
     /// waiting.
     /// In the lab's CPU-bound step at 2x, slow start backed off from 8
-    /// slots on one core, one to four slots a round found no waiter, and
+    /// slots on one core, the rounds after it found no waiter for 1 to 17
+    /// of their 57-62 released slots (at most 4 in the ones fed), and
     /// the half second held full came 4.4 s later, with 7 requests sharing
     /// the core meanwhile (a traced trial of a build whose minimum was 1;
     /// with this gate the probe ran 1.3 s after the back-off). The test

@@ -1101,7 +1101,7 @@ fn after_slow_start_backs_off_in_an_overload_the_level_thins_the_probe_runs_in_t
     );
     assert!(estimator.limit() < 8);
     // On one core in the lab's CPU-bound step at 2x, the level's refusals
-    // left one to four of each round's 60 slots without a waiter, and the
+    // left 1 to 4 of each fed round's 57-62 slots without a waiter, and the
     // half second of rounds held full that the probe waited for came 4.4 s
     // after the back-off, while 7 slots shared the core. Arrivals a quarter
     // over completions and a level shedding are evidence enough: the first
