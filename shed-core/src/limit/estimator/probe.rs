@@ -58,10 +58,23 @@ pub(super) const SPED_UP: f64 = 1.15;
 /// throughput. A third lands at 5, which still reads the knee clearly (5
 /// of 8 reads 0.625, below [`THROUGHPUT_HELD`]); a knee lower still costs
 /// one round more above it, where a round costs latency, not throughput
-/// (on one core, 7, 4, 3, 2 where halving went 7, 4, 2). Probe divisors
-/// are a quarter, a half or a refresh's third, so after a half cut or a
-/// third the next cut is this third.
+/// (but see [`HALVES_AT_MOST`]). Probe divisors are a quarter, a half or a
+/// refresh's third, so after a half cut or a third the next cut is this
+/// third.
 const DEEPER_CUT: f64 = 1.5;
+
+/// At this many slots or fewer a deeper cut halves instead (see
+/// [`DEEPER_CUT`]): the limit runs whole slots, and a third of 4 runs 3, a
+/// cut of a quarter; a third of 3 runs 2 and of 2 runs 1, where halving
+/// runs the same. Each slot the descent stops at above the knee costs a
+/// round of latency: on one core (a knee of 1) thirds went 7, 4, 3, 2, 1,
+/// each round some 64 permits at 96 a second (0.83 s with the epoch's
+/// settling), and the limit reached 1 slot 5.1 s after slow start backed
+/// off, in a traced trial of the lab's CPU-bound step at 2x. Halving goes
+/// 7, 4, 2, 1, a round sooner. A knee of 3 under a cut to 4 that held is
+/// then read at 2, a round at two thirds of the throughput where a third
+/// would have stopped at the knee.
+const HALVES_AT_MOST: u32 = 4;
 
 /// A probe whose throughput held with hold times at most this share over
 /// the clean baseline stands at the knee: nothing waits inside, and the
@@ -477,7 +490,8 @@ impl Estimator {
             // and a second quarter cut lands far below it: at a batch
             // spike's start in the lab, 32 to 8 to 2, where two slots served
             // less than the interactive traffic beside the batch. After a
-            // half cut (or a refresh's third): by a third (see DEEPER_CUT).
+            // half cut (or a refresh's third): by a third (see DEEPER_CUT),
+            // by half at a few slots (see HALVES_AT_MOST).
             // A cut guided by the baseline would go far too low when the
             // baseline is stale because the service slowed down. The cut
             // divides the limit the round measured, the one in force (a
@@ -486,6 +500,8 @@ impl Estimator {
             self.limit = f64::from(self.limit());
             let divisor = if probe.divisor > 2.0 {
                 probe.divisor.min(self.probe_divisor())
+            } else if self.limit() <= HALVES_AT_MOST {
+                2.0
             } else {
                 DEEPER_CUT
             };

@@ -1114,6 +1114,35 @@ fn after_slow_start_backs_off_in_an_overload_the_level_thins_the_probe_runs_in_t
 }
 
 #[test]
+fn on_one_slot_the_descent_below_5_slots_halves_4_2_1() {
+    // As above, on a service of one slot (one core): 50 permits a second at
+    // any limit, each held as long as the limit is deep (20 ms alone). The
+    // probe halves 7 to 4, where throughput holds; thirds went on to 3 and
+    // 2 (a round each above the knee, 0.83 s apiece in the lab), halves go
+    // to 2 and then 1.
+    let mut estimator = Estimator::new(settings(8));
+    estimator.on_interval(kept_fed(40, 10, 100 * MS, true));
+    assert_eq!(estimator.limit(), 7);
+    let mut limits = vec![estimator.limit()];
+    for _ in 0..600 {
+        let limit = u64::from(estimator.limit());
+        estimator.on_interval(IntervalSamples {
+            shedding: true,
+            ..kept_fed_holding(5, limit * 20 * MS)
+        });
+        if limits.last() != Some(&estimator.limit()) {
+            limits.push(estimator.limit());
+        }
+        if estimator.beliefs().knee.is_some() {
+            break;
+        }
+    }
+    assert_eq!(limits, [7, 4, 2, 1], "{:?}", estimator.beliefs());
+    let knee = estimator.beliefs().knee.expect("a knee");
+    assert!((0.9..=1.1).contains(&knee), "{knee}");
+}
+
+#[test]
 fn after_an_abandoned_exit_probe_the_next_one_still_waits_out_bursts_below_1x() {
     let mut estimator = slow_start_at_16_on_8_slots();
     feed_until(&mut estimator, kept_full(true), probing);
