@@ -86,7 +86,8 @@
 //!   `K = X * hold` there.
 //! - Throughput held, hold times still inflated: work queued inside; cut
 //!   again, by a third after a half cut (a cut just below the knee reads
-//!   "held" now and then, and halved again it would run far below it).
+//!   "held" now and then, and halved again it would run far below it), by
+//!   half at 4 slots or fewer (in whole slots a third of 4 is a quarter).
 //!   The throughput measured is the saturated one, pooled with the one
 //!   before. Held only barely (a probe at three quarters of the knee
 //!   reads the same), where hold times cannot tell (no clean baseline yet,
@@ -112,6 +113,11 @@
 //!   against one read low (while the service slowed, with callers hanging
 //!   up on work that went on). They are the clean baseline, and the limit
 //!   goes back to the knee believed (with none, to where the probe began).
+//!   Longer, and with the throughput before held clearly all the same, the
+//!   round is read as a fed one: a slot released with nobody waiting stays
+//!   empty until the next arrival, so an unfed round reads no more than the
+//!   cut delivers. Otherwise it is measured again, once, then the probe is
+//!   abandoned.
 //!
 //! One probe's knee is off by a tenth or more, and now and then by a third
 //! (a patch of short jobs reads the knee and the baseline low together), so

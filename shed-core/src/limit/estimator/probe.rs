@@ -132,35 +132,15 @@ impl Estimator {
                     return self.no_queue_where_it_held(hold, from);
                 }
             }
-            if round.overloaded && !starved && probe.cause == Cause::Evidence {
-                // The door's refusals, not a lack of callers, emptied
-                // its queue: a cut builds a queue at the door, and the
-                // controller sheds against it (in the lab's CPU-bound
-                // 2x step, 61 of 70 slots released at 4 found a
-                // waiter). The load is there: measure again, once.
-                // Abandoned, that probe went back to 16 on a service
-                // of 2 slots, the next one halved where slow start's
-                // quarters, and the knee was found seconds later (a
-                // p99 of 238 ms, against 70 ms). A refresh's probe is
-                // abandoned at once: it goes back to the limit the
-                // knee believed set, and a second round a third below
-                // it cost a capacity drop 1.0 s at 6 of 8 slots.
-                if let Phase::Probing(in_force) = &mut self.phase {
-                    in_force.starved = true;
-                }
-                return false;
+            if !held_though_unfed(probe, round) {
+                return self.not_fed(round, probe, starved, cut_from);
             }
-            // The load fell away during the probe: its throughput says
-            // nothing about the service. Back to the limit this cut came
-            // down from: where the probe began, or, deeper in a descent,
-            // the last cut whose round held the throughput before it (it
-            // delivers what the service did). Back where the descent
-            // began, a probe at 1 on a service of one slot, starved
-            // twice, put the limit back at 16 in the estimator's model.
-            return self.abandon_probe(cut_from);
+            // Its throughput held all the same: it is measured as a fed
+            // round is.
         }
         // The round began once the older permits had drained, and the
-        // service was kept full: every release counts its throughput.
+        // service was kept full (or its throughput held all the same):
+        // every release counts its throughput.
         let Some(hold) = clean_hold(round) else {
             // Every permit of the round was given up on: it tells no
             // knee and no baseline (read as the baseline, the hang-ups'
@@ -228,7 +208,44 @@ impl Estimator {
             Some((first, first_hold)) => (first.pooled(measured), (first_hold + hold) / 2.0),
             None => (measured, hold),
         };
-        self.probe_measured(probe, measured, hold, first_round.is_some())
+        self.probe_measured(probe, measured, hold, first_round.is_some(), fed)
+    }
+
+    /// A probe round that was not fed, and read no throughput held (see
+    /// [`held_though_unfed`]): measured again once in an overload, or the
+    /// probe is abandoned.
+    fn not_fed(
+        &mut self,
+        round: &IntervalSamples,
+        probe: Probe,
+        starved: bool,
+        cut_from: f64,
+    ) -> bool {
+        if round.overloaded && !starved && probe.cause == Cause::Evidence {
+            // The door's refusals, not a lack of callers, emptied its
+            // queue: a cut builds a queue at the door, and the controller
+            // sheds against it (in the lab's CPU-bound 2x step, 61 of 70
+            // slots released at 4 found a waiter). The load is there:
+            // measure again, once. Abandoned, that probe went back to 16 on
+            // a service of 2 slots, the next one halved where slow start's
+            // quarters, and the knee was found seconds later (a p99 of
+            // 238 ms, against 70 ms). A refresh's probe is abandoned at
+            // once: it goes back to the limit the knee believed set, and a
+            // second round a third below it cost a capacity drop 1.0 s at 6
+            // of 8 slots.
+            if let Phase::Probing(in_force) = &mut self.phase {
+                in_force.starved = true;
+            }
+            return false;
+        }
+        // The load fell away during the probe: its throughput says
+        // nothing about the service. Back to the limit this cut came
+        // down from: where the probe began, or, deeper in a descent,
+        // the last cut whose round held the throughput before it (it
+        // delivers what the service did). Back where the descent
+        // began, a probe at 1 on a service of one slot, starved
+        // twice, put the limit back at 16 in the estimator's model.
+        self.abandon_probe(cut_from)
     }
 
     /// Halves the limit to measure what the service does with less.
@@ -423,13 +440,15 @@ impl Estimator {
 
     /// A probe round ended (pooled with the one before it at the same cut,
     /// if `measured_twice`): throughput held (cut again, or first measure
-    /// again) or fell (the knee).
+    /// again) or fell (the knee). An unfed round (`fed` false) gets here
+    /// only if its throughput held (see [`held_though_unfed`]).
     fn probe_measured(
         &mut self,
         probe: Probe,
         measured: Throughput,
         hold: f64,
         measured_twice: bool,
+        fed: bool,
     ) -> bool {
         let Probe {
             before,
@@ -456,8 +475,9 @@ impl Estimator {
             "adaptive limit: a probe round ended"
         );
         // Where throughput clearly held, the probe measured the same
-        // saturated throughput again: pool it.
-        let saturated = if clearly_held {
+        // saturated throughput again: pool it (unless the door's queue ran
+        // dry, when it measured less).
+        let saturated = if clearly_held && fed {
             before.pooled(measured)
         } else {
             before
@@ -547,4 +567,17 @@ impl Estimator {
         self.knees.clear();
         self.knee_found(Cause::Evidence, ceiling, hold, before.rate())
     }
+}
+
+/// Whether a probe round that was not fed (more than a tenth of its
+/// released slots found nobody waiting at the door) read the throughput
+/// before it held all the same, clearly ([`THROUGHPUT_CLEARLY_HELD`]). A
+/// slot released with nobody waiting stays empty until the next arrival,
+/// so such a round reads no more than the cut delivers: one that held says
+/// what a fed round would, that work queued inside and the knee lies lower,
+/// and the descent goes on. (One that fell says nothing of the knee: it is
+/// measured again, or the probe is abandoned.)
+fn held_though_unfed(probe: Probe, round: &IntervalSamples) -> bool {
+    clean_hold(round).is_some()
+        && Throughput::of(round).rate() >= THROUGHPUT_CLEARLY_HELD * probe.before.rate()
 }

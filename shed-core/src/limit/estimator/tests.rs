@@ -1143,6 +1143,36 @@ fn on_one_slot_the_descent_below_5_slots_halves_4_2_1() {
 }
 
 #[test]
+fn on_one_slot_probe_rounds_the_doors_refusals_starve_still_descend_when_throughput_held() {
+    // As above, but once the probe has cut, the door's refusals leave a
+    // fifth of each round's released slots without a waiter (not fed).
+    // Such a round reads no more than the cut delivers, and these read all
+    // of it: the descent goes on as if they were fed. Measured again
+    // instead, each cut took two rounds, and the second one unfed at 4
+    // abandoned the probe back to 7.
+    let mut estimator = Estimator::new(settings(8));
+    estimator.on_interval(kept_fed(40, 10, 100 * MS, true));
+    let one_slot = |limit: u32, handed_off: u64| IntervalSamples {
+        shedding: true,
+        handed_off,
+        ..kept_fed_holding(5, u64::from(limit) * 20 * MS)
+    };
+    feed_until(&mut estimator, one_slot(7, 5), probing);
+    assert_eq!(estimator.limit(), 4);
+    let mut limits = vec![estimator.limit()];
+    for _ in 0..600 {
+        estimator.on_interval(one_slot(estimator.limit(), 4));
+        if limits.last() != Some(&estimator.limit()) {
+            limits.push(estimator.limit());
+        }
+        if estimator.beliefs().knee.is_some() {
+            break;
+        }
+    }
+    assert_eq!(limits, [4, 2, 1], "{:?}", estimator.beliefs());
+}
+
+#[test]
 fn after_an_abandoned_exit_probe_the_next_one_still_waits_out_bursts_below_1x() {
     let mut estimator = slow_start_at_16_on_8_slots();
     feed_until(&mut estimator, kept_full(true), probing);
@@ -1225,12 +1255,14 @@ fn probing_at_4_out_of_slow_start() -> Estimator {
 
 /// `slots` in an overload whose door's queue ran dry now and then: 85% of
 /// the released slots found a waiter (the lab's CPU-bound 2x step: 61 of
-/// 70), 17 of 20 at 4 slots.
+/// 70), and the slots that found none stood empty, so that the service
+/// finished 85% of what it finishes kept full (17 permits an interval at 4
+/// slots, 14 of them handed straight to a waiter).
 fn starved(slots: u64) -> IntervalSamples {
-    let full = slots_kept_full(slots, true);
+    let released = slots_kept_full(slots, true).released * 85 / 100;
     IntervalSamples {
-        handed_off: full.released * 85 / 100,
-        ..full
+        handed_off: released * 85 / 100,
+        ..kept_fed(released, 0, 0, true)
     }
 }
 
@@ -1267,6 +1299,30 @@ fn a_descent_abandoned_deeper_down_goes_back_to_the_last_cut_that_held() {
     feed_until(&mut estimator, queued_inside, |e| e.limit() == 2);
     feed_until(&mut estimator, starved(2), |e| !probing(e));
     assert_eq!(estimator.limit(), 4, "{:?}", estimator.beliefs());
+}
+
+#[test]
+fn a_round_at_the_knee_that_the_doors_refusals_starve_but_held_cuts_once_more_and_reads_it() {
+    // As above, but the round at 2, the knee, finished what the service
+    // finishes kept full although a fifth of its released slots found no
+    // waiter: the descent cuts to 1, where throughput halves, and reads the
+    // knee 2 (measured again instead, and starved again, it went back to 4).
+    let mut estimator = Estimator::new(settings(8));
+    feed_until(&mut estimator, slots_kept_full(2, false), |e| {
+        e.limit() == 16
+    });
+    feed_until(&mut estimator, slots_kept_full(2, true), probing);
+    assert_eq!(estimator.limit(), 4);
+    let queued_inside = kept_fed_holding(10, 40 * MS);
+    feed_until(&mut estimator, queued_inside, |e| e.limit() == 2);
+    let starved_at_the_knee = IntervalSamples {
+        handed_off: 8,
+        ..slots_kept_full(2, true)
+    };
+    feed_until(&mut estimator, starved_at_the_knee, |e| e.limit() < 2);
+    let knee = knee_when_the_probe_ends(&mut estimator, slots_kept_full(1, true));
+    assert!((1.9..=2.1).contains(&knee), "{knee}");
+    assert!(estimator.limit() >= 2, "{:?}", estimator.beliefs());
 }
 
 /// `slots` of 8 kept busy with permits of 60 ms, at `limit` (the others
