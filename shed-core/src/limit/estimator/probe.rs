@@ -318,7 +318,11 @@ impl Estimator {
 
     /// Cuts the limit to a `divisor`-th of itself, and (re)starts probing.
     pub(super) fn cut_for_probe(&mut self, probe: Probe) -> bool {
-        let from = self.sustained_estimate();
+        // Deeper in a descent, where the probe began stays.
+        let from = match self.phase {
+            Phase::Probing(Cut { from, .. }) => from,
+            _ => self.limit,
+        };
         tracing::debug!(
             limit = self.limit,
             divisor = probe.divisor,
