@@ -598,7 +598,7 @@ impl Estimator {
     /// queue of 7 (the descent began at 7): requests waited up to 70 ms at
     /// the door at the measured window's start, and the 2x p99 read 41 ms
     /// (45 ms interactive) against 32 ms for the limit pinned at 1, in the
-    /// full lab run of e4ddf07.
+    /// full lab run of 2867901.
     ///
     /// A refresh's raised limit is in force and sustained for its round:
     /// the controller drains the door at its rate. Held at the limit it
