@@ -110,6 +110,7 @@ impl Estimator {
             sped_up,
             hold_above,
         } = cut;
+        let clean = clean_hold(round);
         if !fed {
             tracing::debug!(
                 limit = self.limit,
@@ -117,7 +118,7 @@ impl Estimator {
                 overloaded = round.overloaded,
                 handed_off = round.handed_off,
                 released = round.released,
-                clean_hold_ms = clean_hold(round).map(|hold| hold / 1e6),
+                clean_hold_ms = clean.map(|hold| hold / 1e6),
                 "adaptive limit: a probe round was not fed"
             );
             // Unfed for want of callers willing to wait, the round still
@@ -126,13 +127,14 @@ impl Estimator {
             // was not there, and measuring it again would only keep the
             // limit at a few slots for seconds more. (A refresh's probe
             // learns no baseline on its own: see `believe`.)
-            if let (Some(above), Some(hold)) = (hold_above, clean_hold(round)) {
+            if let (Some(above), Some(hold)) = (hold_above, clean) {
                 if round.overloaded && probe.cause == Cause::Evidence && about_as_long(above, hold)
                 {
                     return self.no_queue_where_it_held(hold, from);
                 }
             }
-            if !held_though_unfed(probe, round) {
+            // (An unfed round that finished nothing held nothing either.)
+            if clean.is_none() || !held_though_unfed(probe, round) {
                 return self.not_fed(round, probe, starved, cut_from);
             }
             // Its throughput held all the same: it is measured as a fed
@@ -141,7 +143,7 @@ impl Estimator {
         // The round began once the older permits had drained, and the
         // service was kept full (or its throughput held all the same):
         // every release counts its throughput.
-        let Some(hold) = clean_hold(round) else {
+        let Some(hold) = clean else {
             // Every permit of the round was given up on: it tells no
             // knee and no baseline (read as the baseline, the hang-ups'
             // 1 ms took a limit of 8 to its floor: the test
@@ -582,6 +584,5 @@ impl Estimator {
 /// and the descent goes on. (One that fell says nothing of the knee: it is
 /// measured again, or the probe is abandoned.)
 fn held_though_unfed(probe: Probe, round: &IntervalSamples) -> bool {
-    clean_hold(round).is_some()
-        && Throughput::of(round).rate() >= THROUGHPUT_CLEARLY_HELD * probe.before.rate()
+    Throughput::of(round).rate() >= THROUGHPUT_CLEARLY_HELD * probe.before.rate()
 }

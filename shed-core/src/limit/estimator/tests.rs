@@ -1089,12 +1089,17 @@ fn an_overload_the_level_thins() -> IntervalSamples {
     }
 }
 
-#[test]
-fn after_slow_start_backs_off_in_an_overload_the_level_thins_the_probe_runs_in_the_second_round() {
-    // Slow start's first round at 8: callers hung up on a quarter of the
-    // permits, held 100 ms (five times the 20 ms of the rest): it backs off.
+/// Slow start's first round at 8: callers hung up on a quarter of the
+/// permits, held 100 ms (five times the 20 ms of the rest): it backs off.
+fn backed_off_in_slow_starts_first_round() -> Estimator {
     let mut estimator = Estimator::new(settings(8));
     estimator.on_interval(kept_fed(40, 10, 100 * MS, true));
+    estimator
+}
+
+#[test]
+fn after_slow_start_backs_off_in_an_overload_the_level_thins_the_probe_runs_in_the_second_round() {
+    let mut estimator = backed_off_in_slow_starts_first_round();
     assert_eq!(
         estimator.beliefs().back_offs,
         1,
@@ -1115,31 +1120,56 @@ fn after_slow_start_backs_off_in_an_overload_the_level_thins_the_probe_runs_in_t
     assert!(probing(&estimator), "{:?}", estimator.beliefs());
 }
 
-#[test]
-fn on_one_slot_the_descent_below_5_slots_halves_4_2_1() {
-    // As above, on a service of one slot (one core): 50 permits a second at
-    // any limit, each held as long as the limit is deep (20 ms alone). The
-    // probe halves 7 to 4, where throughput holds; thirds went on to 3 and
-    // 2 (a round each above the knee, 0.83 s apiece in the lab), halves go
-    // to 2 and then 1.
-    let mut estimator = Estimator::new(settings(8));
-    estimator.on_interval(kept_fed(40, 10, 100 * MS, true));
-    assert_eq!(estimator.limit(), 7);
-    let mut limits = vec![estimator.limit()];
+/// An interval on a service of one slot (one core) in an overload the
+/// level sheds in: 5 permits of 20 ms each at any limit, each held as long
+/// as `limit` is deep; `handed_off` of the 5 released slots found a waiter.
+fn one_slot(limit: u32, handed_off: u64) -> IntervalSamples {
+    IntervalSamples {
+        shedding: true,
+        handed_off,
+        ..kept_fed_holding(5, u64::from(limit) * 20 * MS)
+    }
+}
+
+/// Feeds [`one_slot`] intervals until a knee is believed; the limit in
+/// force and the one the service is held to sustain, at each change.
+fn descend_on_one_slot(estimator: &mut Estimator, handed_off: u64) -> Vec<(u32, u32)> {
+    let mut seen = vec![(estimator.limit(), estimator.sustained_limit())];
     for _ in 0..600 {
-        let limit = u64::from(estimator.limit());
-        estimator.on_interval(IntervalSamples {
-            shedding: true,
-            ..kept_fed_holding(5, limit * 20 * MS)
-        });
-        if limits.last() != Some(&estimator.limit()) {
-            limits.push(estimator.limit());
-        }
         if estimator.beliefs().knee.is_some() {
-            break;
+            return seen;
+        }
+        estimator.on_interval(one_slot(estimator.limit(), handed_off));
+        let now = (estimator.limit(), estimator.sustained_limit());
+        if seen.last() != Some(&now) {
+            seen.push(now);
         }
     }
-    assert_eq!(limits, [7, 4, 2, 1], "{:?}", estimator.beliefs());
+    panic!("no knee after 600 intervals: {:?}", estimator.beliefs());
+}
+
+/// The limits in force in `seen` (see [`descend_on_one_slot`]), in order.
+fn limits_in_force(seen: &[(u32, u32)]) -> Vec<u32> {
+    let mut limits: Vec<u32> = seen.iter().map(|(limit, _)| *limit).collect();
+    limits.dedup();
+    limits
+}
+
+#[test]
+fn on_one_slot_the_descent_below_5_slots_halves_4_2_1() {
+    // As above, on a service of one slot: 50 permits a second at any
+    // limit. The probe halves 7 to 4, where throughput holds; thirds went
+    // on to 3 and 2 (a round each above the knee, 0.83 s apiece in the
+    // lab), halves go to 2 and then 1.
+    let mut estimator = backed_off_in_slow_starts_first_round();
+    assert_eq!(estimator.limit(), 7);
+    let seen = descend_on_one_slot(&mut estimator, 5);
+    assert_eq!(
+        limits_in_force(&seen),
+        [7, 4, 2, 1],
+        "{:?}",
+        estimator.beliefs()
+    );
     let knee = estimator.beliefs().knee.expect("a knee");
     assert!((0.9..=1.1).contains(&knee), "{knee}");
 }
@@ -1150,26 +1180,12 @@ fn deeper_in_a_descent_the_service_is_held_to_sustain_the_last_cut_that_held() {
     // 2, to the 4 whose round held the throughput; at 1, to 2. The door's
     // overload queue counts these slots: held to 7 all the way down, a
     // request waited up to 7 slot times at 1 slot.
-    let mut estimator = Estimator::new(settings(8));
-    estimator.on_interval(kept_fed(40, 10, 100 * MS, true));
-    let mut held_to = vec![];
-    for _ in 0..600 {
-        let limit = u64::from(estimator.limit());
-        estimator.on_interval(IntervalSamples {
-            shedding: true,
-            ..kept_fed_holding(5, limit * 20 * MS)
-        });
-        if !probing(&estimator) {
-            if estimator.beliefs().knee.is_some() {
-                break;
-            }
-            continue;
-        }
-        let now = (estimator.limit(), estimator.sustained_limit());
-        if held_to.last() != Some(&now) {
-            held_to.push(now);
-        }
-    }
+    let mut estimator = backed_off_in_slow_starts_first_round();
+    let seen = descend_on_one_slot(&mut estimator, 5);
+    let held_to: Vec<_> = seen
+        .into_iter()
+        .filter(|(limit, sustained)| limit < sustained)
+        .collect();
     assert_eq!(
         held_to,
         [(4, 7), (2, 4), (1, 2)],
@@ -1186,26 +1202,16 @@ fn on_one_slot_probe_rounds_the_doors_refusals_starve_still_descend_when_through
     // of it: the descent goes on as if they were fed. Measured again
     // instead, each cut took two rounds, and the second one unfed at 4
     // abandoned the probe back to 7.
-    let mut estimator = Estimator::new(settings(8));
-    estimator.on_interval(kept_fed(40, 10, 100 * MS, true));
-    let one_slot = |limit: u32, handed_off: u64| IntervalSamples {
-        shedding: true,
-        handed_off,
-        ..kept_fed_holding(5, u64::from(limit) * 20 * MS)
-    };
+    let mut estimator = backed_off_in_slow_starts_first_round();
     feed_until(&mut estimator, one_slot(7, 5), probing);
     assert_eq!(estimator.limit(), 4);
-    let mut limits = vec![estimator.limit()];
-    for _ in 0..600 {
-        estimator.on_interval(one_slot(estimator.limit(), 4));
-        if limits.last() != Some(&estimator.limit()) {
-            limits.push(estimator.limit());
-        }
-        if estimator.beliefs().knee.is_some() {
-            break;
-        }
-    }
-    assert_eq!(limits, [4, 2, 1], "{:?}", estimator.beliefs());
+    let seen = descend_on_one_slot(&mut estimator, 4);
+    assert_eq!(
+        limits_in_force(&seen),
+        [4, 2, 1],
+        "{:?}",
+        estimator.beliefs()
+    );
 }
 
 #[test]
