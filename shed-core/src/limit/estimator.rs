@@ -594,11 +594,13 @@ impl Estimator {
     /// where the probe began, or deeper in a descent the last cut whose
     /// round held the throughput, which delivers what the service did.
     /// The door's overload queue counts its slots. Held to where the
-    /// descent began, a one-core service's last round, at 1 slot, kept a
-    /// queue of 7 (the descent began at 7): requests waited up to 70 ms at
-    /// the door at the measured window's start, and the 2x p99 read 41 ms
-    /// (45 ms interactive) against 32 ms for the limit pinned at 1, in the
-    /// full lab run of 2867901.
+    /// descent began, a one-core service's last round, at 1 slot, let 7
+    /// requests wait, 7 slot times of 10 ms (the descent began at 7): in
+    /// the full lab run of 2867901 the half-second samples read 6 waiters
+    /// at the measured window's start at 2x (8-9 at 4x), and the 2x p99
+    /// 41.1 ms against 32 ms for the limit pinned at 1. In three alternated
+    /// pairs of `overload cpu-bound --policies shed` after the change, the
+    /// samples of that round read 0-3 waiters against 0-10.
     ///
     /// A refresh's raised limit is in force and sustained for its round:
     /// the controller drains the door at its rate. Held at the limit it

@@ -68,9 +68,11 @@ const DEEPER_CUT: f64 = 1.5;
 /// cut of a quarter; a third of 3 runs 2 and of 2 runs 1, where halving
 /// runs the same. Each slot the descent stops at above the knee costs a
 /// round of latency: on one core (a knee of 1) thirds went 7, 4, 3, 2, 1,
-/// each round some 64 permits at 96 a second (0.83 s with the epoch's
-/// settling), and the limit reached 1 slot 5.1 s after slow start backed
-/// off, in a traced trial of the lab's CPU-bound step at 2x. Halving goes
+/// each round 68-71 permits at 94-98 a second (0.82-0.83 s with the
+/// epoch's settling), and the limit reached 1 slot 3.8 s after slow start
+/// backed off (its knee was read 0.8 s later), in a traced trial of the
+/// lab's CPU-bound step at 2x (`RUST_LOG=shed_core=debug overload
+/// cpu-bound --policies shed`, 0b00277 at a minimum of 1). Halving goes
 /// 7, 4, 2, 1, a round sooner. A knee of 3 under a cut to 4 that held is
 /// then read at 2, a round at two thirds of the throughput where a third
 /// would have stopped at the knee.

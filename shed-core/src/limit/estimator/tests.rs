@@ -1200,7 +1200,7 @@ fn on_one_slot_probe_rounds_the_doors_refusals_starve_still_descend_when_through
     // fifth of each round's released slots without a waiter (not fed).
     // Such a round reads no more than the cut delivers, and these read all
     // of it: the descent goes on as if they were fed. Measured again
-    // instead, each cut took two rounds, and the second one unfed at 4
+    // instead (in this model, every cut), the second round unfed at 4
     // abandoned the probe back to 7.
     let mut estimator = backed_off_in_slow_starts_first_round();
     feed_until(&mut estimator, one_slot(7, 5), probing);
