@@ -137,7 +137,8 @@
 //! *refresh*: soon after the first knee is found, then at intervals that
 //! grow fourfold up to `refresh_rounds`, each refining the knee. A refresh
 //! first *raises* the limit by a quarter (or to a quarter over the knee)
-//! for a round, which costs some latency and no throughput, so that the
+//! for a round (by a whole slot at least, every `refresh_rounds` rounds),
+//! which costs some latency and no throughput, so that the
 //! throughput its probe is held against is measured above the knee even
 //! when the limit in force lies below it: held against what that limit
 //! delivers, a refresh read the knee as the limit itself, and a knee read
@@ -531,6 +532,10 @@ pub(crate) struct Estimator {
     plateau: Option<Plateau>,
     /// Fed steady rounds since the last raised round.
     rounds_since_raise: u32,
+    /// Steady rounds the limit bound since the last raised round that
+    /// looked a whole slot above the limit in force (see
+    /// [`Estimator::raise_for_refresh`]).
+    rounds_since_a_slot_more: u32,
     /// A probe lowered the knee believed, or a raised round measured only
     /// what the admission level let in: a raised round, with no probe
     /// after it, looks soon whether the limit stands below the knee.
@@ -578,6 +583,7 @@ impl Estimator {
             plateau: None,
             at_limit: Pooled::default(),
             rounds_since_raise: 0,
+            rounds_since_a_slot_more: 0,
             recheck_raise: false,
             settings,
         }
@@ -724,7 +730,8 @@ impl Estimator {
         let round = self.round;
         let needed = self.samples_needed();
         let mean_hold = mean(round.hold, round.samples);
-        let filled = round.samples >= needed && (round.elapsed as f64) >= 2.0 * mean_hold;
+        let filled = (round.samples >= needed && (round.elapsed as f64) >= 2.0 * mean_hold)
+            || self.raise_bought_nothing(&round);
         if !filled {
             if round.elapsed >= self.settings.max_round {
                 // Too quiet to judge: decide nothing, keep the limit (and
@@ -758,12 +765,18 @@ impl Estimator {
             // while: twice the full count, fewer only at tiny limits. A
             // refresh's raised round costs no throughput: twice the count,
             // and twice that once it reads more than the limit in force.
+            // Raised to 2 or 3 slots, fewer: from 1 slot to 2 on one core
+            // every hold time doubles for the round (1.3 s of twice the
+            // latency in the lab's CPU-bound step, at 128 permits), and a
+            // raise of a whole slot, half again as many or more, shows in
+            // fewer permits (see RAISE_GREW).
             Phase::Probing(_) => (16 * limit).clamp(full, 2 * full),
             Phase::Raising(Raise { extended, .. }) => {
+                let first = (32 * limit).clamp(full, 2 * full);
                 if extended {
-                    4 * full
+                    2 * first
                 } else {
-                    2 * full
+                    first
                 }
             }
         }
@@ -822,6 +835,11 @@ impl Estimator {
                 fed,
                 "adaptive limit: a steady round ended"
             );
+            if round.blocked > 0 {
+                // The limit bound: the load asked for more than it let in
+                // (fed or not, see `raise_for_refresh`).
+                self.rounds_since_a_slot_more = self.rounds_since_a_slot_more.saturating_add(1);
+            }
         }
         if round.blocked == 0 {
             self.note_a_lull();

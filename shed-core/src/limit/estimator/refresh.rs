@@ -7,10 +7,13 @@ use super::{
 };
 
 /// A refresh raises the limit (or the knee, if higher) by this much for a
-/// round before its probe: a knee read up to a fifth low still lies below
-/// the raised limit, so the throughput measured there is the saturated one,
-/// and one read lower is raised by this much at least. The round costs some
-/// latency (a third more hold time, for a knee read right), not throughput.
+/// round before its probe (by a whole slot at least, every
+/// `refresh_rounds` rounds: see [`Estimator::raise_for_refresh`]): a knee
+/// read up to a fifth low still
+/// lies below the raised limit, so the throughput measured there is the
+/// saturated one, and one read lower is raised by this much at least. The
+/// round costs some latency (a third more hold time, for a knee read
+/// right), not throughput.
 const RAISE: f64 = 1.25;
 
 /// A raised round whose throughput grew by at least this share of the
@@ -19,16 +22,32 @@ const RAISE: f64 = 1.25;
 /// 14%, half the raise. A raised round of 128 permits and the 256 or more
 /// it is held against vary by about a tenth together, so a round that
 /// reads a tenth more (a third of the raise there) goes on for as long
-/// again before it is believed.
+/// again before it is believed. From 1 slot to 2 the round must read 35%
+/// more, from 2 to 3 an eighth more, with 64 and 96 permits (see
+/// `Estimator::samples_needed`).
 const RAISE_GREW: f64 = 0.35;
 
-/// The least limit a raised round looks above for a knee read low (see
-/// [`Estimator::can_compare`]).
+/// The least limit a raised round looks above for a knee read low on the
+/// refresh schedule (see [`Estimator::can_compare`]); below it, only every
+/// `refresh_rounds` rounds, a slot more.
 const MIN_RAISED_FROM: f64 = 3.0;
 
 /// Fewest released permits of the limit in force a raised round is held
 /// against: fewer, and the comparison is left to the probe.
 const RAISED_AGAINST: u64 = 256;
+
+/// A raise of at least this ratio (from 1 slot to 2, or 2 to 3) may end its
+/// round early (see [`Estimator::raise_bought_nothing`]): the hold times
+/// it doubles or half again stand clear of the noise of a few permits.
+const TELLING_RAISE: f64 = 1.5;
+
+/// A raised round whose permits were held at least this share of the raise
+/// longer than the limit in force held them bought no throughput (see
+/// [`Estimator::raise_bought_nothing`]).
+const HELD_THE_RAISE_LONGER: f64 = 0.9;
+
+/// Fewest completed permits a raised round ends early on.
+const TOLD_EARLY_AFTER: u64 = 16;
 
 /// A refresh's probe cuts the limit by this much (a third): the knee is
 /// known, so the cut need not go far below it to read it (a probe that
@@ -61,11 +80,34 @@ impl Estimator {
     /// against what the limit in force delivers, as it once was, a refresh
     /// from a limit below the knee read the knee as that limit, and a knee
     /// read low stayed low (7 for 8 at 1x load, a sustained overload).
+    ///
+    /// Once the limit has bound for `refresh_rounds` steady rounds since a
+    /// raise last looked a whole slot higher, the raise is a whole slot at
+    /// least. A quarter over 1 or 2 slots rounds back to the limit in
+    /// force, and there nothing else looks higher: a slot's hold times and
+    /// delivery read the same whether or not the service could run a
+    /// second, and the delivery rule's headroom (a fifth at most) rounds
+    /// back too. A service of one worker that gained a second (a container
+    /// given a second core) kept a limit of 1, half its capacity: in the
+    /// estimator's model, for the 90 s measured, in 86 of the 102 seeds
+    /// whose limit stood at 1 then. Above 2 slots every raise looks a slot
+    /// higher or more, so this changes nothing there. The cadence is the
+    /// slowest refresh's, not every refresh's: on a service of one slot
+    /// the raise holds every permit twice as long, and in the lab's
+    /// CPU-bound step at 2x, where refreshes come every few seconds, a
+    /// whole slot at each (rounds of 64 permits, none ended early) took
+    /// the p99 from 32 ms to 63-127 ms in three trials.
     pub(super) fn raise_for_refresh(&mut self, probe_after: bool) -> bool {
         let from = self.limit;
-        let raised = from.max(self.knee.unwrap_or(from)) * RAISE;
+        let mut raised = from.max(self.knee.unwrap_or(from)) * RAISE;
+        if self.a_slot_more_due() {
+            raised = raised.max(f64::from(self.limit()) + 1.0);
+        }
         tracing::debug!(from, raised, "adaptive limit: a refresh raises the limit");
         self.rounds_since_raise = 0;
+        if to_limit(raised, &self.settings) > self.limit() {
+            self.rounds_since_a_slot_more = 0;
+        }
         self.recheck_raise = false;
         self.phase = Phase::Raising(Raise {
             from,
@@ -116,7 +158,9 @@ impl Estimator {
     /// build a queue that the level shed against for 2.3 s): the limit goes
     /// back, and a raised round comes again soon.
     pub(super) fn raised(&mut self, raise: Raise, round: &IntervalSamples, fed: bool) -> bool {
-        let level_capped = !fed && round.shedding;
+        // (Hold times that grew with the raise say the slots were busy, fed
+        // or not.)
+        let level_capped = !fed && round.shedding && !self.raise_bought_nothing(round);
         if level_capped && !raise.remeasured {
             tracing::debug!(
                 from = raise.from,
@@ -142,7 +186,7 @@ impl Estimator {
         let (from_slots, raised_slots) = (at_limit.mean_limit(), f64::from(self.limit()));
         let before = Throughput::of(&at_limit.rounds).rate();
         let growth = Throughput::of(round).rate() / before.max(f64::MIN_POSITIVE);
-        let compared = self.can_compare(&at_limit);
+        let compared = self.comparable(&at_limit);
         let grew = compared
             && raised_slots > from_slots
             && growth >= 1.0 + RAISE_GREW * (raised_slots / from_slots - 1.0);
@@ -171,6 +215,14 @@ impl Estimator {
         self.phase = Phase::Steady;
         if grew {
             let knee = (from_slots * growth).min(raised_slots);
+            if raised_slots >= TELLING_RAISE * from_slots {
+                // Twice in a row, a raise of half again or more delivered a
+                // third of it more, or much more: no chance reading. (From
+                // 1 slot to 2 on two workers, 1.93 times as much: among
+                // four readings of 1 it is dropped as the highest, and the
+                // next such raise comes `refresh_rounds` rounds later.)
+                self.knees.clear();
+            }
             let hold =
                 clean_hold(&at_limit.rounds).expect("can_compare asks for a completed permit");
             let believed = self.believe(Cause::Refresh, knee, hold);
@@ -223,25 +275,73 @@ impl Estimator {
         self.cut_for_probe(probe)
     }
 
+    /// Whether the raised round so far already shows the raise bought no
+    /// throughput, so it ends now: its permits were held about as much
+    /// longer than at the limit in force as the raise is large (by Little's
+    /// law the throughput is the slots over the hold time, so it did not
+    /// grow), over [`TOLD_EARLY_AFTER`] completed permits or more, for a
+    /// raise of [`TELLING_RAISE`] or more.
+    ///
+    /// From 1 slot to 2 on one core every hold time doubles, and 64 permits
+    /// there (0.65 s of twice the latency in the lab's CPU-bound step)
+    /// only tell what the first 16 did. That also holds for a refresh's
+    /// usual raise, a quarter over a knee read at 1.2 or more, which rounds
+    /// to 2 slots: 128 permits, before.
+    pub(super) fn raise_bought_nothing(&self, round: &IntervalSamples) -> bool {
+        let Phase::Raising(raise) = self.phase else {
+            return false;
+        };
+        let from_slots = f64::from(to_limit(raise.from, &self.settings));
+        let raised_slots = f64::from(self.limit());
+        let ratio = raised_slots / from_slots;
+        if raise.extended || ratio < TELLING_RAISE || round.completed < TOLD_EARLY_AFTER {
+            return false;
+        }
+        let (Some(held_at_limit), Some(held_raised)) =
+            (clean_hold(&raise.at_limit.rounds), clean_hold(round))
+        else {
+            return false;
+        };
+        held_raised >= held_at_limit * (1.0 + HELD_THE_RAISE_LONGER * (ratio - 1.0))
+    }
+
     /// Whether a raised round can be held against `at_limit` to tell
     /// whether the limit stood below the knee. Only a limit the knee's
     /// floor held up is in question: one the delivery rule set above the
     /// floor explores upwards by itself while hold times stay flat (and
     /// above the knee, a raised round that read more by chance would only
     /// push the limit further up). Against too few permits it tells
-    /// nothing, and at the smallest limits the raise costs too much: from
-    /// 1 to 2 slots on one core doubles every hold time for the round, to
-    /// look for a second slot that the knee's floor would have given if
-    /// the knee were read above 1.15.
+    /// nothing.
+    ///
+    /// Below [`MIN_RAISED_FROM`] such a raise (with no probe after it)
+    /// runs only when a slot more is due (see
+    /// [`Estimator::raise_for_refresh`]): it holds every permit of a
+    /// one-slot service twice as long. Any raise that did look a slot
+    /// higher is compared, at every limit ([`Estimator::raised`]). Left to
+    /// the refresh's probe, as it once was at 1 or 2 slots, the comparison
+    /// was lost whenever the probe's round went unfed (a refresh's unfed
+    /// probe is abandoned at once): in the estimator's model, a raised
+    /// round from 1 slot to 2 on two workers read 1.93 times the throughput
+    /// at 1, and the limit went back to 1.
     pub(super) fn can_compare(&self, at_limit: &Pooled) -> bool {
+        self.comparable(at_limit)
+            && (at_limit.mean_limit() >= MIN_RAISED_FROM || self.a_slot_more_due())
+    }
+
+    /// Whether `at_limit` is a limit the knee's floor holds up, measured
+    /// over enough permits to hold a raised round against.
+    fn comparable(&self, at_limit: &Pooled) -> bool {
         let from = at_limit.mean_limit();
         let at_floor = self.knee.is_some_and(|knee| {
             let floor = to_limit(self.knee_floor(knee), &self.settings);
             from < f64::from(floor) + 0.5
         });
-        at_floor
-            && from >= MIN_RAISED_FROM
-            && at_limit.rounds.released >= RAISED_AGAINST
-            && !at_limit.rounds.none_completed()
+        at_floor && at_limit.rounds.released >= RAISED_AGAINST && !at_limit.rounds.none_completed()
+    }
+
+    /// Whether a raised round is due to look a whole slot above the limit
+    /// in force (see [`Estimator::raise_for_refresh`]).
+    fn a_slot_more_due(&self) -> bool {
+        self.rounds_since_a_slot_more >= self.settings.refresh_rounds
     }
 }
