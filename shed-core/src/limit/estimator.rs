@@ -765,14 +765,14 @@ impl Estimator {
             // while: twice the full count, fewer only at tiny limits. A
             // refresh's raised round costs no throughput: twice the count,
             // and twice that once it reads more than the limit in force.
-            // Raised to 2 or 3 slots, fewer: from 1 slot to 2 on one core
-            // every hold time doubles for the round (1.3 s of twice the
-            // latency in the lab's CPU-bound step, at 128 permits), and a
-            // raise of a whole slot, half again as many or more, shows in
-            // fewer permits (see RAISE_GREW).
+            // Raised to 2 or 3 slots, a full count and half again: from 1
+            // slot to 2 on one core every hold time doubles for the round
+            // (1.3 s of twice the latency in the lab's CPU-bound step, at
+            // 128 permits), and a raise of a whole slot, half again as many
+            // or more, shows in fewer permits (see RAISE_GREW).
             Phase::Probing(_) => (16 * limit).clamp(full, 2 * full),
             Phase::Raising(Raise { extended, .. }) => {
-                let first = (32 * limit).clamp(full, 2 * full);
+                let first = (full * limit / 2).clamp(full, 2 * full);
                 if extended {
                     2 * first
                 } else {

@@ -23,8 +23,8 @@ const RAISE: f64 = 1.25;
 /// it is held against vary by about a tenth together, so a round that
 /// reads a tenth more (a third of the raise there) goes on for as long
 /// again before it is believed. From 1 slot to 2 the round must read 35%
-/// more, from 2 to 3 an eighth more, with 64 and 96 permits (see
-/// `Estimator::samples_needed`).
+/// more, from 2 to 3 about a sixth (17.5%) more, with 64 and 96 permits
+/// at the default `round_samples` (see `Estimator::samples_needed`).
 const RAISE_GREW: f64 = 0.35;
 
 /// The least limit a raised round looks above for a knee read low on the
@@ -90,8 +90,9 @@ impl Estimator {
     /// back too. A service of one worker that gained a second (a container
     /// given a second core) kept a limit of 1, half its capacity: in the
     /// estimator's model, for the 90 s measured, in 86 of the 102 seeds
-    /// whose limit stood at 1 then. Above 2 slots every raise looks a slot
-    /// higher or more, so this changes nothing there. The cadence is the
+    /// whose limit stood at 1 then. From 5 slots up every raise looks a
+    /// slot higher or more, so this changes nothing there (at 3 or 4 a
+    /// quarter can round back, as from 2.7 to 3.4). The cadence is the
     /// slowest refresh's, not every refresh's: on a service of one slot
     /// the raise holds every permit twice as long, and in the lab's
     /// CPU-bound step at 2x, where refreshes come every few seconds, a
@@ -105,9 +106,6 @@ impl Estimator {
         }
         tracing::debug!(from, raised, "adaptive limit: a refresh raises the limit");
         self.rounds_since_raise = 0;
-        if to_limit(raised, &self.settings) > self.limit() {
-            self.rounds_since_a_slot_more = 0;
-        }
         self.recheck_raise = false;
         self.phase = Phase::Raising(Raise {
             from,
@@ -184,6 +182,10 @@ impl Estimator {
         let probe_after = raise.probe_after && !level_capped;
         let raised = self.limit;
         let (from_slots, raised_slots) = (at_limit.mean_limit(), f64::from(self.limit()));
+        if !level_capped && raised_slots > f64::from(to_limit(from, &self.settings)) {
+            // A slot higher was looked at, and not only the level measured.
+            self.rounds_since_a_slot_more = 0;
+        }
         let before = Throughput::of(&at_limit.rounds).rate();
         let growth = Throughput::of(round).rate() / before.max(f64::MIN_POSITIVE);
         let compared = self.comparable(&at_limit);
@@ -224,7 +226,7 @@ impl Estimator {
                 self.knees.clear();
             }
             let hold =
-                clean_hold(&at_limit.rounds).expect("can_compare asks for a completed permit");
+                clean_hold(&at_limit.rounds).expect("comparable asks for a completed permit");
             let believed = self.believe(Cause::Refresh, knee, hold);
             self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
             self.delivery = Some(Throughput::of(round).rate());
@@ -291,10 +293,14 @@ impl Estimator {
         let Phase::Raising(raise) = self.phase else {
             return false;
         };
-        let from_slots = f64::from(to_limit(raise.from, &self.settings));
-        let raised_slots = f64::from(self.limit());
-        let ratio = raised_slots / from_slots;
-        if raise.extended || ratio < TELLING_RAISE || round.completed < TOLD_EARLY_AFTER {
+        // The slots the raise is judged from, as `raised` judges them.
+        let from_slots = raise.at_limit.mean_limit();
+        let ratio = f64::from(self.limit()) / from_slots;
+        if raise.extended
+            || ratio < TELLING_RAISE
+            || round.completed < TOLD_EARLY_AFTER
+            || raise.at_limit.rounds.completed < TOLD_EARLY_AFTER
+        {
             return false;
         }
         let (Some(held_at_limit), Some(held_raised)) =
@@ -343,5 +349,6 @@ impl Estimator {
     /// in force (see [`Estimator::raise_for_refresh`]).
     fn a_slot_more_due(&self) -> bool {
         self.rounds_since_a_slot_more >= self.settings.refresh_rounds
+            && self.limit() < self.settings.max
     }
 }

@@ -613,10 +613,11 @@ fn stands_at_from(model: &Model, limit: u32) -> Option<usize> {
 #[test]
 fn a_second_worker_beside_one_is_found_within_700_intervals() {
     // A container given a second core. At 1 slot nothing tells one worker
-    // from two but a round at 2: every `refresh_rounds` rounds the limit
-    // binds (300, some 50 s here), a refresh raises a whole slot, and its
-    // raised round, held against the rounds at 1, tells. Before, a
-    // quarter's raise rounded back to 1: of the model's 123 seeds, in 86
+    // from two but a round at 2: once the limit has bound for
+    // `refresh_rounds` rounds (300, some 60 s here), a refresh raises a
+    // whole slot, and its raised round, held against the rounds at 1,
+    // tells. Before, a quarter's raise rounded back to 1: of the model's
+    // 123 seeds, in 86
     // of the 102 whose limit stood at 1 when the second worker came it
     // stayed at 1 for the 900 intervals measured. Since, of the 96 whose
     // limit stands at 1 then, 92 stand at 2 within 700 intervals (this
@@ -638,7 +639,7 @@ fn a_second_worker_beside_one_is_found_within_700_intervals() {
 }
 
 #[test]
-fn on_one_worker_raised_rounds_stand_above_1_slot_for_at_most_8_of_1200_intervals() {
+fn on_one_worker_the_limit_stands_above_1_slot_for_at_most_8_of_1200_intervals() {
     // What looking for a second slot costs a service of one: a raised
     // round at 2 slots, where every permit is held twice as long. Such a
     // round ends once 16 permits were held twice as long (it ran 128), and
