@@ -173,6 +173,11 @@ impl Calibration {
     pub fn no_load_p99_ms(&self) -> f64 {
         self.one_at_a_time.p99_ms
     }
+
+    /// p50 latency of requests one at a time, ms.
+    pub fn no_load_p50_ms(&self) -> f64 {
+        self.one_at_a_time.p50_ms
+    }
 }
 
 impl fmt::Display for Calibration {

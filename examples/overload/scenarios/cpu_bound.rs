@@ -12,14 +12,19 @@
 //! cut it at its deadline) or finished after their deadline. The p99 goal is
 //! 3x the no-load p99, not 1.5x: constant work queues visibly.
 
+mod one_slot_floor;
+
 use std::time::Duration;
 
-use super::{Lab, Setup};
+use super::{figures, Ctx, Lab, Setup};
 use crate::{
+    class::Class,
     process::{allowed_cpus, pin_self},
     server::ServiceSpec,
     target::Placement,
+    trial::Trial,
 };
+use one_slot_floor::OneSlot;
 
 /// CPU work per request.
 const WORK: Duration = Duration::from_millis(10);
@@ -80,4 +85,39 @@ pub fn setup(lab: &Lab) -> Setup {
         notes,
         pinned,
     }
+}
+
+/// The overload steps whose critical traffic sets a floor under the p99.
+const FLOOR_STEPS: [&str; 2] = ["2x", "4x"];
+
+/// A note under the table: the least p99 of successes any door reaches on
+/// one slot while it serves every critical request (see
+/// [`one_slot_floor`]), at each overload step, from the run's own
+/// calibration and critical arrival rate.
+pub fn one_slot_floor_note(ctx: &Ctx<'_>, trials: &[Trial]) -> Option<String> {
+    let floors: Vec<String> = FLOOR_STEPS
+        .iter()
+        .filter_map(|step| {
+            let t = trials.iter().find(|t| t.spec.label == *step)?;
+            let w = figures::after(&t.spec, ctx.lab.warm_up());
+            let slot = OneSlot {
+                critical_rate: t.spec.target_rate(w.start, w.end, Some(Class::Critical)),
+                capacity: ctx.capacity(),
+                own_ms: ctx.cal.no_load_p50_ms(),
+            };
+            let floor = slot.p99_floor_ms(t.spec.seed)?;
+            Some(format!(
+                "{step} {floor:.1} ms (critical {:.0}/s, {:.2} of the successes)",
+                slot.critical_rate,
+                slot.critical_share()
+            ))
+        })
+        .collect();
+    (!floors.is_empty()).then(|| {
+        format!(
+            "one slot serving every critical request first (simulated: Poisson arrivals, a slot of \
+             1/capacity, the no-load p50 on top) keeps the p99 of successes at or above: {}",
+            floors.join("; ")
+        )
+    })
 }

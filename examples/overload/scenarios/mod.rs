@@ -454,6 +454,11 @@ pub async fn run(
         Scenario::Grpc => grpc::report(&ctx, &trials),
         Scenario::Soak | Scenario::Fleet => unreachable!("returned above"),
     };
+    if scenario == Scenario::CpuBound {
+        if let Some(note) = cpu_bound::one_slot_floor_note(&ctx, &trials) {
+            report.figures.note(note);
+        }
+    }
     for note in &setup.notes {
         report.figures.note(note.clone());
     }
