@@ -1270,6 +1270,31 @@ fn on_one_slot_probe_rounds_the_doors_refusals_starve_still_descend_when_through
 }
 
 #[test]
+fn on_one_slot_a_raise_to_2_ends_once_16_permits_were_held_twice_as_long() {
+    // A refresh that looks a slot higher on a service of one slot (see
+    // `raise_for_refresh`): at 2 slots every permit is held twice as long.
+    // The raised round ends on the first 16 permits that show it (4
+    // intervals of 5), not on the 64 it needs otherwise (13 intervals, 26
+    // for the 128 before), and the limit goes back to 1.
+    let mut estimator = backed_off_in_slow_starts_first_round();
+    descend_on_one_slot(&mut estimator, 5);
+    feed_until(&mut estimator, one_slot(1, 5), |e| {
+        e.phase == Phase::Steady && e.at_limit.rounds.completed >= 16
+    });
+    assert_eq!(estimator.limit(), 1);
+    estimator.rounds_since_a_slot_more = estimator.settings.refresh_rounds;
+    estimator.raise_for_refresh(false);
+    assert_eq!(estimator.limit(), 2);
+    let mut at_2 = 0;
+    while matches!(estimator.phase, Phase::Raising(_)) && at_2 < 30 {
+        estimator.on_interval(one_slot(2, 5));
+        at_2 += 1;
+    }
+    assert_eq!(at_2, 4, "{:?}", estimator.beliefs());
+    assert_eq!(estimator.limit(), 1, "{:?}", estimator.beliefs());
+}
+
+#[test]
 fn after_an_abandoned_exit_probe_the_next_one_still_waits_out_bursts_below_1x() {
     let mut estimator = slow_start_at_16_on_8_slots();
     feed_until(&mut estimator, kept_full(true), probing);
