@@ -25,6 +25,7 @@ use tokio::sync::{oneshot, Semaphore};
 
 use crate::{
     class::Class,
+    draw::unit_exponential,
     work::{self, JobEnd, WorkCounters},
 };
 
@@ -53,8 +54,7 @@ impl ServiceTime {
         let mean = self.mean.as_secs_f64() * slowdown;
         let secs = match self.distribution {
             Distribution::Constant => mean,
-            // Inverse transform; 1 - u lies in (0, 1], so ln is finite.
-            Distribution::Exponential => -mean * (1.0 - u).ln(),
+            Distribution::Exponential => mean * unit_exponential(u),
         };
         // Cap the tail at 20 means so one draw cannot stall a worker for ever
         // (and map -0.0, from u = 0, to zero).

@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 use crate::{
     class::Class,
     client::{LabClient, LogicalRecord},
+    draw::unit_exponential,
 };
 
 /// A stretch of a scenario: arrival rates per class and the server's
@@ -60,7 +61,7 @@ pub async fn generate(
             loop {
                 // Exponential gaps make a Poisson process; a new phase starts a
                 // fresh draw, which the memoryless property allows.
-                next += Duration::from_secs_f64(-(1.0 - rng.f64()).ln() / rate);
+                next += Duration::from_secs_f64(unit_exponential(rng.f64()) / rate);
                 if next >= phase_end {
                     break;
                 }

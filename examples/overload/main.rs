@@ -37,6 +37,7 @@ mod class;
 mod client;
 mod cpu;
 mod downstream;
+mod draw;
 mod drive;
 mod exposition;
 mod goal;

@@ -138,11 +138,10 @@
 //! grow fourfold up to `refresh_rounds`, each refining the knee. A refresh
 //! first *raises* the limit by a quarter (or to a quarter over the knee)
 //! for a round (by a whole slot at least, every `refresh_rounds` rounds),
-//! which costs some latency and no throughput, so that the
-//! throughput its probe is held against is measured above the knee even
-//! when the limit in force lies below it: held against what that limit
-//! delivers, a refresh read the knee as the limit itself, and a knee read
-//! low stayed low. (A raised round that delivered less than the limit in
+//! which costs some latency and no throughput, so that the throughput its
+//! probe is held against is measured above the knee even when the limit in
+//! force lies below it: held against what that limit delivers, a refresh
+//! read the knee as the limit itself, and a knee read low stayed low. (A raised round that delivered less than the limit in
 //! force measured the same saturated throughput, read low: it is pooled
 //! with the rounds at that limit.) Its probe then cuts a third below where
 //! the limit stood (the knee is roughly known: a shallow cut reads it as

@@ -15,6 +15,8 @@
 //! The floor is computed by simulation: Poisson arrivals, a constant slot
 //! time, each success's own latency without queueing added to its wait.
 
+use crate::draw::unit_exponential;
+
 /// What the floor is computed from.
 #[derive(Clone, Copy, Debug)]
 pub struct OneSlot {
@@ -66,8 +68,7 @@ impl OneSlot {
         let mut free_at = 0.0_f64;
         let mut latencies = Vec::with_capacity(ARRIVALS);
         for _ in 0..ARRIVALS {
-            // Exponential gaps; 1 - u lies in (0, 1].
-            arrival += -mean_gap * (1.0 - rng.f64()).ln();
+            arrival += mean_gap * unit_exponential(rng.f64());
             let start = if free_at >= arrival {
                 free_at
             } else {

@@ -9,11 +9,10 @@ use super::{
 /// A refresh raises the limit (or the knee, if higher) by this much for a
 /// round before its probe (by a whole slot at least, every
 /// `refresh_rounds` rounds: see [`Estimator::raise_for_refresh`]): a knee
-/// read up to a fifth low still
-/// lies below the raised limit, so the throughput measured there is the
-/// saturated one, and one read lower is raised by this much at least. The
-/// round costs some latency (a third more hold time, for a knee read
-/// right), not throughput.
+/// read up to a fifth low still lies below the raised limit, so the
+/// throughput measured there is the saturated one, and one read lower is
+/// raised by this much at least. The round costs some latency (a third
+/// more hold time, for a knee read right), not throughput.
 const RAISE: f64 = 1.25;
 
 /// A raised round whose throughput grew by at least this share of the
