@@ -83,7 +83,13 @@
 //! the initial limit) holds the excess inside it.
 //!
 //! - Throughput held, hold times flat: the probe stands at the knee, and
-//!   `K = X * hold` there.
+//!   `K = X * hold` there. Unless they read well under the baseline: at
+//!   the same throughput the cut's concurrency fell with its hold times, so
+//!   the baseline was measured with work queued inside (slow start's exit
+//!   probe reads one when the rounds it compares are off by chance in
+//!   opposite directions). Such a probe doubts the baseline and cuts on
+//!   while the throughput holds; a reading that disagrees with the knee
+//!   believed then replaces the knee and the baseline.
 //! - Throughput held, hold times still inflated: work queued inside; cut
 //!   again, by a third after a half cut (a cut just below the knee reads
 //!   "held" now and then, and halved again it would run far below it), by
@@ -141,11 +147,13 @@
 //! which costs some latency and no throughput, so that the throughput its
 //! probe is held against is measured above the knee even when the limit in
 //! force lies below it: held against what that limit delivers, a refresh
-//! read the knee as the limit itself, and a knee read low stayed low. (A raised round that delivered less than the limit in
-//! force measured the same saturated throughput, read low: it is pooled
-//! with the rounds at that limit.) Its probe then cuts a third below where
-//! the limit stood (the knee is roughly known: a shallow cut reads it as
-//! well and costs less), its answer is taken in, and the limit goes back
+//! read the knee as the limit itself, and a knee read low stayed low. (A
+//! raised round that delivered less than the limit in force measured the
+//! same saturated throughput, read low: it is pooled with the rounds at
+//! that limit.) Its probe then cuts a third below where the limit stood
+//! (the knee is roughly known: a shallow cut reads it as well and costs
+//! less; at a few slots, where a third rounds back to the knee, a whole
+//! slot below the knee), its answer is taken in, and the limit goes back
 //! where it stood, moved as much as the knee moved. The probe runs only
 //! in an overload clearly beyond the service (arrivals a quarter over
 //! completions on two-second averages, besides the service held full),
@@ -451,6 +459,10 @@ struct Probe {
     cause: Cause,
     /// What the next cut divides the limit by.
     divisor: f64,
+    /// A cut of this probe held the throughput in hold times well under
+    /// the clean baseline: the baseline believed may hold a queue (see
+    /// [`QUEUE_IN_BASELINE`](probe::QUEUE_IN_BASELINE)).
+    doubts_the_baseline: bool,
 }
 
 /// What the algorithm currently believes, for stats.

@@ -3,8 +3,8 @@
 //! "Probes").
 
 use super::{
-    about_as_long, clean_hold, floor_above, littles_rate, Cause, Cut, Estimator, IntervalSamples,
-    Phase, Probe, Streak, Throughput, FIRST_REFRESH, SLOW_START_MAX,
+    about_as_long, clean_hold, consistent, floor_above, littles_rate, Cause, Cut, Estimator,
+    IntervalSamples, Phase, Probe, Streak, Throughput, FIRST_REFRESH, SLOW_START_MAX,
 };
 
 /// A probe's throughput at or above this share of the throughput before it
@@ -76,13 +76,39 @@ const DEEPER_CUT: f64 = 1.5;
 /// 7, 4, 2, 1, a round sooner. A knee of 3 under a cut to 4 that held is
 /// then read at 2, a round at two thirds of the throughput where a third
 /// would have stopped at the knee.
-const HALVES_AT_MOST: u32 = 4;
+pub(super) const HALVES_AT_MOST: u32 = 4;
 
 /// A probe whose throughput held with hold times at most this share over
 /// the clean baseline stands at the knee: nothing waits inside, and the
 /// concurrency it measured is all the service runs at once (at 1.2 times the
 /// knee, hold times are 1.2 times the baseline).
 const AT_THE_KNEE: f64 = 1.1;
+
+/// A probe's cut that clearly held the throughput while its permits were
+/// held for less than this share of the clean baseline doubts the
+/// baseline. At the same throughput, by Little's law, the cut's
+/// concurrency fell with its hold times: the baseline may have been
+/// measured with work queued inside, and the knee read with it lie too
+/// high. (A service that got faster finishes more under the cut: see
+/// [`Estimator::faster_than_before`].)
+///
+/// Slow start's exit probe reads such a belief when the plateau it is held
+/// against read high and its own round low: on one worker of 10 ms
+/// (exponential) in the estimator's model, 85 a second at 8 slots against
+/// 115 at 16 and 32 read a knee of 10.8 and a baseline of 93 ms, nine
+/// service times. Once believed, it confirmed itself: a refresh's cut a
+/// third below the limit, near the slots the baseline was read at, held
+/// hold times "flat" against it, and the limit stood above 2 for more than
+/// half of the next two minutes at 10 of the model's 123 seeds (13 with
+/// 20 ms work). With this doubt (and a refresh's cut a whole slot below a
+/// knee of a few slots, see `Estimator::refresh_divisor`), at 2 (5).
+///
+/// A doubting probe reads no hold time as flat: it cuts on while the
+/// throughput holds. A reading that then agrees with the knee believed is
+/// one more reading (a round of short holds at a cut just below the knee
+/// doubts a sound belief now and then, and costs one cut more); one that
+/// disagrees replaces the knee and the baseline believed.
+pub(super) const QUEUE_IN_BASELINE: f64 = 0.85;
 
 /// A probe whose permits were held up to this much longer than those of the
 /// rounds it is held against found no slower service, only a knee at or
@@ -275,6 +301,7 @@ impl Estimator {
             ceiling: self.limit,
             cause,
             divisor: self.probe_divisor(),
+            doubts_the_baseline: false,
         };
         self.cut_for_probe(probe)
     }
@@ -446,6 +473,24 @@ impl Estimator {
         few_given_up && clean_hold(round).is_some_and(|clean| clean < FASTER * baseline)
     }
 
+    /// A probe that doubted the baseline (a cut held the throughput in hold
+    /// times well under it, see [`QUEUE_IN_BASELINE`]) read a knee that
+    /// disagrees with the one believed: the knee and the baseline believed
+    /// were read with work queued inside, and are forgotten, so that this
+    /// reading starts them afresh. Averaged in, a knee read at 10.8 on one
+    /// worker kept the limit above 2 for minutes (see [`QUEUE_IN_BASELINE`]).
+    fn forget_a_belief_with_a_queue(&mut self, reading: f64, hold: f64) {
+        tracing::debug!(
+            reading,
+            hold_ms = hold / 1e6,
+            believed = self.knee,
+            baseline_ms = self.baseline.map(|baseline| baseline / 1e6),
+            "adaptive limit: the knee and the baseline believed held a queue"
+        );
+        self.knees.clear();
+        self.clean = false;
+    }
+
     /// A probe round ended (pooled with the one before it at the same cut,
     /// if `measured_twice`): throughput held (cut again, or first measure
     /// again) or fell (the knee). An unfed round (`fed` false) gets here
@@ -490,10 +535,23 @@ impl Estimator {
         } else {
             before
         };
-        let flat = self
-            .baseline
-            .filter(|_| self.clean)
-            .is_some_and(|baseline| hold <= AT_THE_KNEE * baseline);
+        let clean_baseline = self.baseline.filter(|_| self.clean);
+        let doubts_the_baseline = probe.doubts_the_baseline
+            || (clearly_held
+                && clean_baseline.is_some_and(|baseline| hold < QUEUE_IN_BASELINE * baseline));
+        if doubts_the_baseline && !probe.doubts_the_baseline {
+            tracing::debug!(
+                limit = self.limit(),
+                hold_ms = hold / 1e6,
+                baseline_ms = clean_baseline.map(|baseline| baseline / 1e6),
+                knee = self.knee,
+                "adaptive limit: a cut held the throughput in less than the baseline"
+            );
+        }
+        // Hold times no longer than the baseline say nothing queued inside
+        // only if the baseline held no queue itself.
+        let flat = !doubts_the_baseline
+            && clean_baseline.is_some_and(|baseline| hold <= AT_THE_KNEE * baseline);
         let barely_held = held && !clearly_held;
         // Not a quarter cut, which descends from a limit that may lie far
         // above the knee: a probe there stands above it more often than
@@ -533,9 +591,19 @@ impl Estimator {
             } else {
                 DEEPER_CUT
             };
+            // A doubting descent goes on as one on evidence: its unfed
+            // rounds are measured again rather than abandoned (at a slot or
+            // two, the door's queue runs dry now and then).
+            let cause = if doubts_the_baseline {
+                Cause::Evidence
+            } else {
+                cause
+            };
             let new_epoch = self.cut_for_probe(Probe {
                 before: saturated,
                 divisor,
+                cause,
+                doubts_the_baseline,
                 ..probe
             });
             if let Phase::Probing(deeper) = &mut self.phase {
@@ -564,7 +632,11 @@ impl Estimator {
         // about as long, both stood below the knee, which lies at the
         // ceiling or above.
         if reading < ceiling || reading > NO_SLOWER * ceiling {
-            return self.knee_found(cause, reading.min(ceiling), hold, before.rate());
+            let reading = reading.min(ceiling);
+            if doubts_the_baseline && self.knee.is_some_and(|knee| !consistent(knee, reading)) {
+                self.forget_a_belief_with_a_queue(reading, hold);
+            }
+            return self.knee_found(cause, reading, hold, before.rate());
         }
         // The knee lies at the ceiling or above, maybe well above (a
         // refresh raises the limit by a quarter only): that replaces the

@@ -1,6 +1,7 @@
 //! Refreshes: when a probe only to learn may run, and the raised round
 //! that comes before a refresh's probe (see the module doc's "Probes").
 
+use super::probe::HALVES_AT_MOST;
 use super::{
     clean_hold, to_limit, Cause, Estimator, IntervalSamples, Phase, Pooled, Probe, Raise,
     Throughput, FIRST_REFRESH,
@@ -271,9 +272,28 @@ impl Estimator {
             before: saturated,
             ceiling: raised,
             cause: Cause::Refresh,
-            divisor: REFRESH_DIVISOR,
+            divisor: self.refresh_divisor(),
+            doubts_the_baseline: false,
         };
         self.cut_for_probe(probe)
+    }
+
+    /// How much a refresh's probe divides the limit by: a third
+    /// ([`REFRESH_DIVISOR`]), or more where that would not land a whole slot
+    /// below a knee believed at [`HALVES_AT_MOST`] slots or fewer. There a
+    /// third of the knee's floor rounds back to the knee itself (3 to 2 for
+    /// a knee of 2.9), where a probe reads the knee believed whatever the
+    /// knee is, and a knee read high (a slot's worth of queue in the
+    /// baseline) was never measured from below again: on one worker, the
+    /// limit stood at 2 or 3 for all 1,200 intervals of the test
+    /// `on_one_worker_a_knee_read_at_2_9_is_probed_a_slot_below_and_read_again_within_60_intervals`.
+    /// Above a few slots a third lands a slot or more below the knee's floor.
+    fn refresh_divisor(&self) -> f64 {
+        let Some(knee) = self.knee.filter(|knee| *knee <= f64::from(HALVES_AT_MOST)) else {
+            return REFRESH_DIVISOR;
+        };
+        let below_the_knee = (knee.floor() - 1.0).max(f64::from(self.settings.min));
+        REFRESH_DIVISOR.max(self.limit / below_the_knee)
     }
 
     /// Whether the raised round so far already shows the raise bought no

@@ -3049,3 +3049,80 @@ fn work_that_holds_its_slot_for_no_measurable_time_keeps_the_limit_within_its_bo
         assert!(knee.is_none_or(|knee| knee > 0.0), "{interval}: {knee:?}");
     }
 }
+
+/// One worker of 20 ms doing `work`, at twice its capacity, once its first
+/// knee is read, made to believe instead a `knee` read once, with a
+/// baseline of `service_times` service times: what slow start's exit probe
+/// believes when the plateau it is held against read high and its own
+/// round low, and took the work queued inside at its cut for the
+/// service's own (see `probe::QUEUE_IN_BASELINE`).
+fn one_worker_believing(work: Work, knee: f64, service_times: f64) -> Model {
+    let mut model = Model::overloaded(8, 1, work);
+    for _ in 0..600 {
+        if model.estimator.knee.is_some() && model.estimator.phase == Phase::Steady {
+            break;
+        }
+        model.run(1);
+    }
+    let baseline = service_times * work.mean() as f64;
+    let estimator = &mut model.estimator;
+    estimator.knees.restart(knee);
+    estimator.knee = Some(knee);
+    estimator.baselines.restart(baseline);
+    estimator.baseline = Some(baseline);
+    estimator.delivery = littles_rate(knee, baseline);
+    estimator.limit = estimator.knee_floor(knee);
+    estimator.restart_round();
+    model.trace.clear();
+    model
+}
+
+/// The first interval of the model's trace from which the limit stands at
+/// `limit` or below for 80 of the next 100.
+fn stands_at_most_from(model: &Model, limit: u32) -> Option<usize> {
+    model
+        .trace
+        .windows(100)
+        .position(|window| window.iter().filter(|in_force| **in_force <= limit).count() >= 80)
+}
+
+#[test]
+fn on_one_worker_a_knee_read_with_a_queue_in_its_baseline_is_read_again_within_100_intervals() {
+    // A refresh's cut a third below the limit held the throughput in
+    // hold times under four fifths of the baseline: the baseline held a
+    // queue. The probe cuts on while the throughput holds, and its reading
+    // replaces the knee and the baseline believed. Before, the cut's hold
+    // times read "flat" against the baseline, its reading was averaged in,
+    // and the limit stood above 1 for all 1,200 intervals in both cases.
+    // Stands at 1 from interval 38 and 76.
+    for (knee, service_times) in [(5.6, 4.0), (10.8, 8.0)] {
+        let mut model = one_worker_believing(Work::Constant(20 * MS), knee, service_times);
+        model.run(1_200);
+        let found = stands_at_most_from(&model, 1);
+        assert!(
+            found.is_some_and(|at| at <= 100),
+            "{knee}: {found:?}: {:?} {:?}",
+            model.trace,
+            model.estimator.beliefs()
+        );
+    }
+}
+
+#[test]
+fn on_one_worker_a_knee_read_at_2_9_is_probed_a_slot_below_and_read_again_within_60_intervals() {
+    // At 3 slots a refresh's third cut 2, the knee believed, where a knee
+    // read high (two service times of baseline, one of them queued) reads
+    // the same as before: the limit stood at 2 or 3 for all 1,200
+    // intervals. A probe at a few slots now lands a whole slot below the
+    // knee believed: at 1, from interval 52.
+    let mut model = one_worker_believing(Work::Constant(20 * MS), 2.9, 2.0);
+    assert_eq!(model.limit(), 3);
+    model.run(1_200);
+    let found = stands_at_most_from(&model, 1);
+    assert!(
+        found.is_some_and(|at| at <= 60),
+        "{found:?}: {:?} {:?}",
+        model.trace,
+        model.estimator.beliefs()
+    );
+}
