@@ -83,12 +83,13 @@
 //! the initial limit) holds the excess inside it.
 //!
 //! - Throughput held, hold times flat: the probe stands at the knee, and
-//!   `K = X * hold` there. Unless they read well under the baseline: at
-//!   the same throughput the cut's concurrency fell with its hold times, so
+//!   `K = X * hold` there. Unless the throughput held clearly and hold
+//!   times read well under the baseline: at the same throughput the cut's
+//!   concurrency fell with its hold times, so
 //!   the baseline was measured with work queued inside (slow start's exit
 //!   probe reads one when the rounds it compares are off by chance in
 //!   opposite directions). Such a probe doubts the baseline and cuts on
-//!   while the throughput holds; a reading that disagrees with the knee
+//!   while the throughput holds; a knee it reads well below the one
 //!   believed then replaces the knee and the baseline.
 //! - Throughput held, hold times still inflated: work queued inside; cut
 //!   again, by a third after a half cut (a cut just below the knee reads
@@ -406,7 +407,8 @@ struct Cut {
     /// clean hold time.
     first_round: Option<(Throughput, f64)>,
     /// A round at this cut was not fed in an overload, and is being
-    /// measured again (a descent's only, not a refresh's).
+    /// measured again (a descent's only, or a probe's that doubts the
+    /// baseline; not a refresh's).
     starved: bool,
     /// The last round at this cut read a faster service, and is being
     /// measured again (see [`SPED_UP`](probe::SPED_UP)).

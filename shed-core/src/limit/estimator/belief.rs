@@ -92,6 +92,25 @@ impl Estimator {
         agrees
     }
 
+    /// A probe that doubted the baseline (a cut held the throughput in hold
+    /// times well under it, see
+    /// [`QUEUE_IN_BASELINE`](super::probe::QUEUE_IN_BASELINE)) read a knee
+    /// well below the one believed: the knee and the baseline believed
+    /// were read with work queued inside. Both are forgotten, so that the
+    /// probe's reading starts them afresh: the knee's readings are cleared,
+    /// and a baseline no longer clean is restarted by the next one taken in
+    /// ([`Estimator::believe_baseline`]). Averaged in, a knee read at 10.8
+    /// on one worker kept the limit above 2 for minutes.
+    pub(super) fn forget_a_belief_with_a_queue(&mut self) {
+        tracing::debug!(
+            believed = self.knee.or(self.last_knee),
+            baseline_ms = self.baseline.map(|baseline| baseline / 1e6),
+            "adaptive limit: the knee and the baseline believed held a queue"
+        );
+        self.knees.clear();
+        self.clean = false;
+    }
+
     /// The least limit for a knee believed: [`floor_above`] it with the low
     /// headroom, and [`ONE_READING_MARGIN`] more (within the headroom's
     /// range) while the belief rests on one reading.

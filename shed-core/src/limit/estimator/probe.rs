@@ -3,8 +3,8 @@
 //! "Probes").
 
 use super::{
-    about_as_long, clean_hold, consistent, floor_above, littles_rate, Cause, Cut, Estimator,
-    IntervalSamples, Phase, Probe, Streak, Throughput, FIRST_REFRESH, SLOW_START_MAX,
+    about_as_long, clean_hold, floor_above, littles_rate, Cause, Cut, Estimator, IntervalSamples,
+    Phase, Probe, Streak, Throughput, CONSISTENT, FIRST_REFRESH, SLOW_START_MAX,
 };
 
 /// A probe's throughput at or above this share of the throughput before it
@@ -104,10 +104,12 @@ const AT_THE_KNEE: f64 = 1.1;
 /// knee of a few slots, see `Estimator::refresh_divisor`), at 2 (5).
 ///
 /// A doubting probe reads no hold time as flat: it cuts on while the
-/// throughput holds. A reading that then agrees with the knee believed is
-/// one more reading (a round of short holds at a cut just below the knee
-/// doubts a sound belief now and then, and costs one cut more); one that
-/// disagrees replaces the knee and the baseline believed.
+/// throughput holds, and its unfed rounds are measured again, as a
+/// descent's are. A knee it then reads well below the one believed (under
+/// [`CONSISTENT`]'s lower bound) replaces the knee and the baseline
+/// believed; any other is taken in as the probe's cause takes a reading
+/// (a round of short holds at a cut just below the knee doubts a sound
+/// belief now and then, and costs one cut more).
 pub(super) const QUEUE_IN_BASELINE: f64 = 0.85;
 
 /// A probe whose permits were held up to this much longer than those of the
@@ -153,8 +155,9 @@ impl Estimator {
             // measured how long the service holds its permits: deeper in
             // a descent, that may say the cut above held on a queue that
             // was not there, and measuring it again would only keep the
-            // limit at a few slots for seconds more. (A refresh's probe
-            // learns no baseline on its own: see `believe`.)
+            // limit at a few slots for seconds more. (A refresh's probe,
+            // doubting or not, learns no baseline on its own: see
+            // `believe`.)
             if let (Some(above), Some(hold)) = (hold_above, clean) {
                 if round.overloaded && probe.cause == Cause::Evidence && about_as_long(above, hold)
                 {
@@ -251,7 +254,10 @@ impl Estimator {
         starved: bool,
         cut_from: f64,
     ) -> bool {
-        if round.overloaded && !starved && probe.cause == Cause::Evidence {
+        if round.overloaded
+            && !starved
+            && (probe.cause == Cause::Evidence || probe.doubts_the_baseline)
+        {
             // The door's refusals, not a lack of callers, emptied its
             // queue: a cut builds a queue at the door, and the controller
             // sheds against it (in the lab's CPU-bound 2x step, 61 of 70
@@ -383,6 +389,14 @@ impl Estimator {
 
     /// Ends a probe that could not be judged, at the limit it cut from.
     fn abandon_probe(&mut self, from: f64) -> bool {
+        if let Phase::Probing(Cut { probe, .. }) = self.phase {
+            if probe.doubts_the_baseline {
+                // The doubt was not settled: the next refresh comes soon
+                // to settle it (after `refresh_rounds`, on one worker, the
+                // door's queue runs dry under the next cut too).
+                self.refresh_after = FIRST_REFRESH.min(self.settings.refresh_rounds);
+            }
+        }
         self.phase = Phase::Steady;
         self.limit = from;
         self.restart_round();
@@ -473,24 +487,6 @@ impl Estimator {
         few_given_up && clean_hold(round).is_some_and(|clean| clean < FASTER * baseline)
     }
 
-    /// A probe that doubted the baseline (a cut held the throughput in hold
-    /// times well under it, see [`QUEUE_IN_BASELINE`]) read a knee that
-    /// disagrees with the one believed: the knee and the baseline believed
-    /// were read with work queued inside, and are forgotten, so that this
-    /// reading starts them afresh. Averaged in, a knee read at 10.8 on one
-    /// worker kept the limit above 2 for minutes (see [`QUEUE_IN_BASELINE`]).
-    fn forget_a_belief_with_a_queue(&mut self, reading: f64, hold: f64) {
-        tracing::debug!(
-            reading,
-            hold_ms = hold / 1e6,
-            believed = self.knee,
-            baseline_ms = self.baseline.map(|baseline| baseline / 1e6),
-            "adaptive limit: the knee and the baseline believed held a queue"
-        );
-        self.knees.clear();
-        self.clean = false;
-    }
-
     /// A probe round ended (pooled with the one before it at the same cut,
     /// if `measured_twice`): throughput held (cut again, or first measure
     /// again) or fell (the knee). An unfed round (`fed` false) gets here
@@ -536,10 +532,11 @@ impl Estimator {
             before
         };
         let clean_baseline = self.baseline.filter(|_| self.clean);
-        let doubts_the_baseline = probe.doubts_the_baseline
-            || (clearly_held
-                && clean_baseline.is_some_and(|baseline| hold < QUEUE_IN_BASELINE * baseline));
-        if doubts_the_baseline && !probe.doubts_the_baseline {
+        let newly_doubted = !probe.doubts_the_baseline
+            && clearly_held
+            && clean_baseline.is_some_and(|baseline| hold < QUEUE_IN_BASELINE * baseline);
+        let doubts_the_baseline = probe.doubts_the_baseline || newly_doubted;
+        if newly_doubted {
             tracing::debug!(
                 limit = self.limit(),
                 hold_ms = hold / 1e6,
@@ -591,18 +588,9 @@ impl Estimator {
             } else {
                 DEEPER_CUT
             };
-            // A doubting descent goes on as one on evidence: its unfed
-            // rounds are measured again rather than abandoned (at a slot or
-            // two, the door's queue runs dry now and then).
-            let cause = if doubts_the_baseline {
-                Cause::Evidence
-            } else {
-                cause
-            };
             let new_epoch = self.cut_for_probe(Probe {
                 before: saturated,
                 divisor,
-                cause,
                 doubts_the_baseline,
                 ..probe
             });
@@ -633,8 +621,12 @@ impl Estimator {
         // ceiling or above.
         if reading < ceiling || reading > NO_SLOWER * ceiling {
             let reading = reading.min(ceiling);
-            if doubts_the_baseline && self.knee.is_some_and(|knee| !consistent(knee, reading)) {
-                self.forget_a_belief_with_a_queue(reading, hold);
+            // A queue in the baseline reads the knee high: a reading well
+            // below the one believed bears the doubt out (one well above
+            // it is one more reading, as any).
+            let believed = self.knee.or(self.last_knee);
+            if doubts_the_baseline && believed.is_some_and(|knee| reading < CONSISTENT.0 * knee) {
+                self.forget_a_belief_with_a_queue();
             }
             return self.knee_found(cause, reading, hold, before.rate());
         }

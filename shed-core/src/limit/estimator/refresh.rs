@@ -54,7 +54,7 @@ const TOLD_EARLY_AFTER: u64 = 16;
 /// holds throughput with flat hold times stands at or below the knee, and
 /// reads it as well as one that halves), and a shallower cut costs less
 /// throughput per permit measured.
-const REFRESH_DIVISOR: f64 = 1.5;
+pub(super) const REFRESH_DIVISOR: f64 = 1.5;
 
 impl Estimator {
     /// Whether a probe only for learning (slow start's exit, a refresh's)
@@ -279,17 +279,22 @@ impl Estimator {
     }
 
     /// How much a refresh's probe divides the limit by: a third
-    /// ([`REFRESH_DIVISOR`]), or more where that would not land a whole slot
-    /// below a knee believed at [`HALVES_AT_MOST`] slots or fewer. There a
-    /// third of the knee's floor rounds back to the knee itself (3 to 2 for
-    /// a knee of 2.9), where a probe reads the knee believed whatever the
-    /// knee is, and a knee read high (a slot's worth of queue in the
-    /// baseline) was never measured from below again: on one worker, the
-    /// limit stood at 2 or 3 for all 1,200 intervals of the test
+    /// ([`REFRESH_DIVISOR`]), or, from a limit of [`HALVES_AT_MOST`] slots
+    /// or fewer, as much as lands the probe a whole slot below the knee
+    /// believed (no lower than the minimum). There a third lands within a
+    /// slot of the knee (3 to 2 for a knee of 2.9), where a probe reads the
+    /// knee believed whatever the knee is, and a knee read high (a slot's
+    /// worth of queue in the baseline) was never measured from below again:
+    /// on one worker, the limit stood at 2 or 3 for all 1,200 intervals of
+    /// the test
     /// `on_one_worker_a_knee_read_at_2_9_is_probed_a_slot_below_and_read_again_within_60_intervals`.
-    /// Above a few slots a third lands a slot or more below the knee's floor.
-    fn refresh_divisor(&self) -> f64 {
-        let Some(knee) = self.knee.filter(|knee| *knee <= f64::from(HALVES_AT_MOST)) else {
+    /// From a larger limit a third already lands more than a slot below
+    /// it, and a knee believed far below the limit (the delivery rule
+    /// raises the limit while hold times stay flat) is no reason to cut
+    /// deeper. It divides by more than 2 only where it lands at the minimum
+    /// (with a minimum of 1, from 3 or 4 slots to 1).
+    pub(super) fn refresh_divisor(&self) -> f64 {
+        let Some(knee) = self.knee.filter(|_| self.limit() <= HALVES_AT_MOST) else {
             return REFRESH_DIVISOR;
         };
         let below_the_knee = (knee.floor() - 1.0).max(f64::from(self.settings.min));

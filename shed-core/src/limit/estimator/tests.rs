@@ -3050,20 +3050,27 @@ fn work_that_holds_its_slot_for_no_measurable_time_keeps_the_limit_within_its_bo
     }
 }
 
-/// One worker of 20 ms doing `work`, at twice its capacity, once its first
-/// knee is read, made to believe instead a `knee` read once, with a
-/// baseline of `service_times` service times: what slow start's exit probe
+/// One worker doing `work`, at twice its capacity, once its first knee is
+/// read, made to believe instead a `knee` read once, with a baseline of
+/// `service_times` mean service times: what slow start's exit probe
 /// believes when the plateau it is held against read high and its own
 /// round low, and took the work queued inside at its cut for the
 /// service's own (see `probe::QUEUE_IN_BASELINE`).
 fn one_worker_believing(work: Work, knee: f64, service_times: f64) -> Model {
     let mut model = Model::overloaded(8, 1, work);
+    let steady_with_a_knee =
+        |model: &Model| model.estimator.knee.is_some() && model.estimator.phase == Phase::Steady;
     for _ in 0..600 {
-        if model.estimator.knee.is_some() && model.estimator.phase == Phase::Steady {
+        if steady_with_a_knee(&model) {
             break;
         }
         model.run(1);
     }
+    assert!(
+        steady_with_a_knee(&model) && model.estimator.clean,
+        "no clean first knee in a minute: {:?}",
+        model.estimator.beliefs()
+    );
     let baseline = service_times * work.mean() as f64;
     let estimator = &mut model.estimator;
     estimator.knees.restart(knee);
@@ -3089,8 +3096,7 @@ fn stands_at_most_from(model: &Model, limit: u32) -> Option<usize> {
 #[test]
 fn on_one_worker_a_knee_read_with_a_queue_in_its_baseline_is_read_again_within_100_intervals() {
     // A refresh's cut a third below the limit held the throughput in
-    // hold times under four fifths of the baseline: the baseline held a
-    // queue. The probe cuts on while the throughput holds, and its reading
+    // hold times under 0.85 of the baseline: the baseline held a queue. The probe cuts on while the throughput holds, and its reading
     // replaces the knee and the baseline believed. Before, the cut's hold
     // times read "flat" against the baseline, its reading was averaged in,
     // and the limit stood above 1 for all 1,200 intervals in both cases.
@@ -3125,4 +3131,31 @@ fn on_one_worker_a_knee_read_at_2_9_is_probed_a_slot_below_and_read_again_within
         model.trace,
         model.estimator.beliefs()
     );
+}
+
+#[test]
+fn a_refresh_probes_a_whole_slot_below_a_knee_only_from_a_few_slots() {
+    // (knee believed, limit in force, the refresh's cut in force): from 4
+    // slots or fewer a slot below the knee, else a third below the limit.
+    for (knee, limit, cut_to) in [
+        (2.9, 3.0, 1),
+        (2.1, 2.0, 1),
+        (3.4, 4.0, 2),
+        (1.1, 2.0, 1),
+        (8.0, 9.6, 6),
+        // The delivery rule held the limit far above a knee read low: a
+        // third, not down to a slot below the knee.
+        (3.5, 10.0, 7),
+    ] {
+        let mut estimator = Estimator::new(settings(8));
+        estimator.knee = Some(knee);
+        estimator.limit = limit;
+        let divisor = estimator.refresh_divisor();
+        assert!(
+            divisor >= refresh::REFRESH_DIVISOR,
+            "{knee} at {limit}: {divisor}"
+        );
+        estimator.limit = limit / divisor;
+        assert_eq!(estimator.limit(), cut_to, "{knee} at {limit}: {divisor}");
+    }
 }
