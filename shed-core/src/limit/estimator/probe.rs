@@ -101,7 +101,7 @@ const AT_THE_KNEE: f64 = 1.1;
 /// hold times "flat" against it, and the limit stood above 2 for more than
 /// half of the next two minutes at 10 of the model's 123 seeds (13 with
 /// 20 ms work). With this doubt (and a refresh's cut a whole slot below a
-/// knee of a few slots, see `Estimator::refresh_divisor`), at 2 (5).
+/// knee of a few slots, see `Estimator::refresh_divisor`), at 1 (5).
 ///
 /// A doubting probe reads no hold time as flat: it cuts on while the
 /// throughput holds, and its unfed rounds are measured again, as a
