@@ -600,14 +600,14 @@ fn more_workers_are_found_and_used() {
     assert!(within_1_5x(model.settled_limit(), 16), "{:?}", model.trace);
 }
 
-/// The first interval of the model's trace from which the limit stands at
-/// `limit` or above for 80 of the next 100 (probes and raised rounds leave
-/// it for a round now and then).
-fn stands_at_from(model: &Model, limit: u32) -> Option<usize> {
+/// The first interval of the model's trace from which the limit in force
+/// is `where_` for 80 of the next 100 (probes and raised rounds leave it
+/// for a round now and then).
+fn stands_from(model: &Model, where_: impl Fn(u32) -> bool) -> Option<usize> {
     model
         .trace
         .windows(100)
-        .position(|window| window.iter().filter(|in_force| **in_force >= limit).count() >= 80)
+        .position(|window| window.iter().filter(|in_force| where_(**in_force)).count() >= 80)
 }
 
 #[test]
@@ -629,7 +629,7 @@ fn a_second_worker_beside_one_is_found_within_700_intervals() {
     model.rate *= 2.0;
     model.trace.clear();
     model.run(800);
-    let found = stands_at_from(&model, 2);
+    let found = stands_from(&model, |limit| limit >= 2);
     assert!(
         found.is_some_and(|at| at <= 700),
         "{found:?}: {:?} {:?}",
@@ -3084,19 +3084,11 @@ fn one_worker_believing(work: Work, knee: f64, service_times: f64) -> Model {
     model
 }
 
-/// The first interval of the model's trace from which the limit stands at
-/// `limit` or below for 80 of the next 100.
-fn stands_at_most_from(model: &Model, limit: u32) -> Option<usize> {
-    model
-        .trace
-        .windows(100)
-        .position(|window| window.iter().filter(|in_force| **in_force <= limit).count() >= 80)
-}
-
 #[test]
 fn on_one_worker_a_knee_read_with_a_queue_in_its_baseline_is_read_again_within_100_intervals() {
     // A refresh's cut a third below the limit held the throughput in
-    // hold times under 0.85 of the baseline: the baseline held a queue. The probe cuts on while the throughput holds, and its reading
+    // hold times under 0.85 of the baseline: the baseline held a queue.
+    // The probe cuts on while the throughput holds, and its reading
     // replaces the knee and the baseline believed. Before, the cut's hold
     // times read "flat" against the baseline, its reading was averaged in,
     // and the limit stood above 1 for all 1,200 intervals in both cases.
@@ -3104,7 +3096,7 @@ fn on_one_worker_a_knee_read_with_a_queue_in_its_baseline_is_read_again_within_1
     for (knee, service_times) in [(5.6, 4.0), (10.8, 8.0)] {
         let mut model = one_worker_believing(Work::Constant(20 * MS), knee, service_times);
         model.run(1_200);
-        let found = stands_at_most_from(&model, 1);
+        let found = stands_from(&model, |limit| limit <= 1);
         assert!(
             found.is_some_and(|at| at <= 100),
             "{knee}: {found:?}: {:?} {:?}",
@@ -3116,15 +3108,15 @@ fn on_one_worker_a_knee_read_with_a_queue_in_its_baseline_is_read_again_within_1
 
 #[test]
 fn on_one_worker_a_knee_read_at_2_9_is_probed_a_slot_below_and_read_again_within_60_intervals() {
-    // At 3 slots a refresh's third cut 2, the knee believed, where a knee
-    // read high (two service times of baseline, one of them queued) reads
-    // the same as before: the limit stood at 2 or 3 for all 1,200
-    // intervals. A probe at a few slots now lands a whole slot below the
-    // knee believed: at 1, from interval 52.
+    // From 3 slots a refresh's third cut to 2, within a slot of the knee
+    // believed, where a knee read high (two service times of baseline, one
+    // of them queued) reads the same as before: the limit stood at 2 or 3
+    // for all 1,200 intervals. A probe from a few slots now lands a whole
+    // slot below the knee believed: at 1, from interval 52.
     let mut model = one_worker_believing(Work::Constant(20 * MS), 2.9, 2.0);
     assert_eq!(model.limit(), 3);
     model.run(1_200);
-    let found = stands_at_most_from(&model, 1);
+    let found = stands_from(&model, |limit| limit <= 1);
     assert!(
         found.is_some_and(|at| at <= 60),
         "{found:?}: {:?} {:?}",
