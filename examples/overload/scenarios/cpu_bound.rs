@@ -16,7 +16,7 @@ mod one_slot_floor;
 
 use std::time::Duration;
 
-use super::{figures, Ctx, Lab, Setup};
+use super::{figures, unknown_capacity, Ctx, Lab, Report, Scenario, Setup};
 use crate::{
     class::Class,
     process::{allowed_cpus, pin_self},
@@ -90,11 +90,22 @@ pub fn setup(lab: &Lab) -> Setup {
 /// The overload steps whose critical traffic sets a floor under the p99.
 const FLOOR_STEPS: [&str; 2] = ["2x", "4x"];
 
+/// The unknown-capacity scenario's table and goals, with a p99 goal of
+/// three times the no-load p99 (constant work queues visibly), and under
+/// them the floor one slot sets on that p99 ([`one_slot_floor_note`]).
+pub fn report(ctx: &Ctx<'_>, trials: &[Trial]) -> Report {
+    let mut report = unknown_capacity::report(ctx, trials, Scenario::CpuBound, 3.0);
+    if let Some(note) = one_slot_floor_note(ctx, trials) {
+        report.figures.note(note);
+    }
+    report
+}
+
 /// A note under the table: the least p99 of successes any door reaches on
 /// one slot while it serves every critical request (see
 /// [`one_slot_floor`]), at each overload step, from the run's own
 /// calibration and critical arrival rate.
-pub fn one_slot_floor_note(ctx: &Ctx<'_>, trials: &[Trial]) -> Option<String> {
+fn one_slot_floor_note(ctx: &Ctx<'_>, trials: &[Trial]) -> Option<String> {
     let floors: Vec<String> = FLOOR_STEPS
         .iter()
         .filter_map(|step| {

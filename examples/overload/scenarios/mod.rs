@@ -448,17 +448,12 @@ pub async fn run(
         Scenario::Deadline => deadline::report(&ctx, &trials),
         Scenario::Metastable => metastable::report(&ctx, &trials),
         Scenario::UnknownCapacity => unknown_capacity::report(&ctx, &trials, scenario, 1.5),
-        Scenario::CpuBound => unknown_capacity::report(&ctx, &trials, scenario, 3.0),
+        Scenario::CpuBound => cpu_bound::report(&ctx, &trials),
         Scenario::CapacityDrop => capacity_drop::report(&ctx, &trials, reduced),
         Scenario::Shadow => shadow::report(&ctx, &trials),
         Scenario::Grpc => grpc::report(&ctx, &trials),
         Scenario::Soak | Scenario::Fleet => unreachable!("returned above"),
     };
-    if scenario == Scenario::CpuBound {
-        if let Some(note) = cpu_bound::one_slot_floor_note(&ctx, &trials) {
-            report.figures.note(note);
-        }
-    }
     for note in &setup.notes {
         report.figures.note(note.clone());
     }

@@ -294,7 +294,10 @@ impl Estimator {
     /// deeper. It divides by more than 2 only where it lands at the minimum
     /// (with a minimum of 1, from 3 or 4 slots to 1).
     pub(super) fn refresh_divisor(&self) -> f64 {
-        let Some(knee) = self.knee.filter(|_| self.limit() <= HALVES_AT_MOST) else {
+        if self.limit() > HALVES_AT_MOST {
+            return REFRESH_DIVISOR;
+        }
+        let Some(knee) = self.knee else {
             return REFRESH_DIVISOR;
         };
         let below_the_knee = (knee.floor() - 1.0).max(f64::from(self.settings.min));

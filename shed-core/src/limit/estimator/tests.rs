@@ -3084,6 +3084,19 @@ fn one_worker_believing(work: Work, knee: f64, service_times: f64) -> Model {
     model
 }
 
+/// Runs `model` for 1,200 intervals and asserts that its limit stands at
+/// 1 slot (see [`stands_from`]) from at most `intervals` in.
+fn assert_stands_at_1_slot_within(mut model: Model, intervals: usize) {
+    model.run(1_200);
+    let found = stands_from(&model, |limit| limit <= 1);
+    assert!(
+        found.is_some_and(|at| at <= intervals),
+        "{found:?}: {:?} {:?}",
+        model.trace,
+        model.estimator.beliefs()
+    );
+}
+
 #[test]
 fn on_one_worker_a_knee_read_with_a_queue_in_its_baseline_is_read_again_within_100_intervals() {
     // A refresh's cut a third below the limit held the throughput in
@@ -3094,15 +3107,8 @@ fn on_one_worker_a_knee_read_with_a_queue_in_its_baseline_is_read_again_within_1
     // and the limit stood above 1 for all 1,200 intervals in both cases.
     // Stands at 1 from interval 38 and 76.
     for (knee, service_times) in [(5.6, 4.0), (10.8, 8.0)] {
-        let mut model = one_worker_believing(Work::Constant(20 * MS), knee, service_times);
-        model.run(1_200);
-        let found = stands_from(&model, |limit| limit <= 1);
-        assert!(
-            found.is_some_and(|at| at <= 100),
-            "{knee}: {found:?}: {:?} {:?}",
-            model.trace,
-            model.estimator.beliefs()
-        );
+        let model = one_worker_believing(Work::Constant(20 * MS), knee, service_times);
+        assert_stands_at_1_slot_within(model, 100);
     }
 }
 
@@ -3113,16 +3119,9 @@ fn on_one_worker_a_knee_read_at_2_9_is_probed_a_slot_below_and_read_again_within
     // of them queued) reads the same as before: the limit stood at 2 or 3
     // for all 1,200 intervals. A probe from a few slots now lands a whole
     // slot below the knee believed: at 1, from interval 52.
-    let mut model = one_worker_believing(Work::Constant(20 * MS), 2.9, 2.0);
+    let model = one_worker_believing(Work::Constant(20 * MS), 2.9, 2.0);
     assert_eq!(model.limit(), 3);
-    model.run(1_200);
-    let found = stands_from(&model, |limit| limit <= 1);
-    assert!(
-        found.is_some_and(|at| at <= 60),
-        "{found:?}: {:?} {:?}",
-        model.trace,
-        model.estimator.beliefs()
-    );
+    assert_stands_at_1_slot_within(model, 60);
 }
 
 #[test]
