@@ -44,7 +44,8 @@ impl OneSlot {
     /// hundredth of the successes, when the floor says nothing).
     pub fn p99_floor_ms(&self, seed: u64) -> Option<f64> {
         let share = self.critical_share();
-        if share <= 0.01 || self.critical_rate <= 0.0 || self.capacity <= 0.0 {
+        // (A rate of zero or less is a share of zero or less.)
+        if share <= 0.01 || self.capacity <= 0.0 {
             return None;
         }
         let mut latencies = self.critical_latencies_ms(seed);
